@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# All tests: set up, lint, then the lit/FileCheck suite and the pytest suite
+# (slow model tests included). Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+. .venv/bin/activate
+echo "== ruff"
+ruff check vknn tests benchmarks
+echo "== lit"
+lit -sv tests/lit
+echo "== pytest"
+pytest -q tests/unit

@@ -1,0 +1,1 @@
+"""Compiler-side helpers shared by the dialects, the importer and the passes."""

@@ -1,0 +1,1 @@
+"""Command-line tools: `vknn-opt` (pass driver) and `vknn` (compile / run)."""

@@ -1,0 +1,1 @@
+"""Passes: one `ModulePass` per file. `registry.py` lists them all."""
