@@ -1,4 +1,9 @@
-"""VKNN: an ONNX compiler (xDSL dialects and passes) and a Vulkan runtime."""
+"""VKNN: an ONNX compiler (xDSL dialects and passes) and a Vulkan runtime.
+
+    import vknn
+    sess = vknn.Session("model.onnx", vknn.Config(backends=("cpu",)))
+    outputs = sess.run({"x": x})
+"""
 
 from vknn.errors import (
     InvalidArgument,
@@ -7,12 +12,18 @@ from vknn.errors import (
     Unsupported,
     VknnError,
 )
+from vknn.runtime.config import Config
+from vknn.runtime.ort_compat import InferenceSession
+from vknn.runtime.session import Session
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Config",
+    "InferenceSession",
     "InvalidArgument",
     "ModelLoadError",
+    "Session",
     "ShapeInferenceError",
     "Unsupported",
     "VknnError",

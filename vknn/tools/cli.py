@@ -1,7 +1,9 @@
-"""`vknn`: compile (and, as the runtime lands, run) ONNX models.
+"""`vknn`: compile and run ONNX models.
 
     vknn compile model.onnx [--pipeline standard] [--shapes x=1x3x224x224]
                             [--dims seq=128] [--emit out.mlir] [--print-ir]
+    vknn run model.onnx [--input name=file.npy ...] [--backends cpu]
+                        [--compare-ort] [--shapes ...] [--dims ...] [--seed 0]
 
 User errors (bad files, undeclared dynamic axes, unsupported ops) print as
 one `vknn: error: ...` line and exit with status 1.
@@ -74,6 +76,99 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_shapes(spec: str) -> dict[str, tuple[int, ...]]:
+    from vknn.transforms.infer_shapes import parse_shapes
+
+    return parse_shapes(spec)
+
+
+def _parse_dims(spec: str) -> dict[str, int]:
+    from vknn.transforms.infer_shapes import parse_dims
+
+    return parse_dims(spec)
+
+
+def random_inputs(session, seed: int = 0) -> dict:  # type: ignore[no-untyped-def]
+    """Seeded random inputs of the shapes the session's first plan expects."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for spec, _ in session.plan.inputs:
+        dtype = spec.np_dtype
+        if dtype.kind == "f":
+            feeds[spec.name] = rng.standard_normal(spec.shape).astype(dtype)
+        elif dtype == np.bool_:
+            feeds[spec.name] = rng.random(spec.shape) < 0.5
+        else:
+            feeds[spec.name] = rng.integers(0, 10, spec.shape).astype(dtype)
+    return feeds
+
+
+def compare(ref, out) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(cosine similarity, max abs error) of two arrays."""
+    import numpy as np
+
+    a = np.asarray(ref, dtype=np.float64).ravel()
+    b = np.asarray(out, dtype=np.float64).ravel()
+    if a.size == 0:
+        return 1.0, 0.0
+    err = float(np.max(np.abs(a - b)))
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return (1.0 if na == nb else 0.0), err
+    return float(np.dot(a, b) / (na * nb)), err
+
+
+def _run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from vknn.runtime.config import Config
+    from vknn.runtime.session import Session
+
+    config = Config(
+        backends=tuple(args.backends.split(",")),
+        shapes=_parse_shapes(args.shapes),
+        dims=_parse_dims(args.dims),
+    )
+    t0 = time.perf_counter()
+    session = Session(args.model, config)
+    t_plan = time.perf_counter() - t0
+    feeds = random_inputs(session, args.seed)
+    for item in args.input:
+        name, _, path = item.partition("=")
+        feeds[name] = np.load(path)
+    t0 = time.perf_counter()
+    outputs = session.run(feeds)
+    t_run = time.perf_counter() - t0
+    backends = Counter(session.node_backends().values())
+    print(f"model    {args.model}")
+    print(f"plan     {t_plan * 1000:.1f} ms; nodes by backend: "
+          + ", ".join(f"{b} {n}" for b, n in sorted(backends.items())))
+    print(f"run      {t_run * 1000:.1f} ms")
+    ref = None
+    if args.compare_ort:
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        ort_sess = ort.InferenceSession(str(args.model), so, providers=["CPUExecutionProvider"])
+        ref = dict(zip([o.name for o in ort_sess.get_outputs()], ort_sess.run(None, feeds), strict=True))
+    for name, value in outputs.items():
+        line = (f"output   {name}: {value.dtype}{list(value.shape)} "
+                f"checksum {float(np.sum(value, dtype=np.float64)):.6g}")
+        if ref is not None:
+            cos, err = compare(ref[name], value)
+            scale = float(np.max(np.abs(ref[name]))) if ref[name].size else 0.0
+            line += f"  vs onnxruntime: cosine {cos:.7f}, max abs err {err:.3g} (max |ref| {scale:.3g})"
+        print(line)
+    fallbacks = session.fallback_reasons()
+    if fallbacks:
+        print(f"fallbacks: {len(fallbacks)} node(s) not on the preferred backend, e.g. "
+              + "; ".join(f"{k}: {v}" for k, v in list(fallbacks.items())[:3]))
+    return 0
+
+
 def _op_counts(module) -> Counter[str]:  # type: ignore[no-untyped-def]
     skip = {"builtin.module", "func.func", "func.return"}
     return Counter(op.name for op in module.walk() if op.name not in skip)
@@ -90,6 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit", type=Path, help="write the resulting IR to this file")
     c.add_argument("--print-ir", action="store_true", help="print the resulting IR")
     c.set_defaults(func=_compile)
+    r = sub.add_parser("run", help="run a model (random inputs unless given)")
+    r.add_argument("model", type=Path)
+    r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    r.add_argument("--backends", default="vulkan,cpu", help="priority order, e.g. cpu")
+    r.add_argument("--shapes", default="")
+    r.add_argument("--dims", default="")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--compare-ort", action="store_true", help="compare with onnxruntime (CPU)")
+    r.set_defaults(func=_run)
     return parser
 
 

@@ -1,0 +1,10 @@
+"""The CPU backend: numpy kernels on canonical NCHW tensors, one kernel family
+per file, registered by op name. It is both the numeric oracle of the engine
+and the per-op fallback. Importing this package registers every kernel."""
+
+from vknn.runtime.cpu.registry import KERNELS, has_kernel, kernel_for, register
+
+# Kernel families register themselves on import.
+from vknn.runtime.cpu import onnx_reference  # noqa: E402,F401  isort: skip
+
+__all__ = ["KERNELS", "has_kernel", "kernel_for", "register"]

@@ -1,0 +1,33 @@
+"""Runs a plan's steps on the CPU, freeing intermediates after their last use."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vknn.errors import VknnError
+from vknn.runtime.cpu.registry import kernel_for
+from vknn.runtime.plan import NO_VALUE, Plan, Step
+
+
+def run_step(step: Step, values: list[np.ndarray | None]) -> None:
+    kernel = kernel_for(step.op)
+    if kernel is None:
+        raise VknnError(f"no CPU kernel for {step.op} (node '{step.node}')")
+    args = [values[s] if s != NO_VALUE else None for s in step.inputs]
+    try:
+        outs = kernel(step, args)
+    except VknnError:
+        raise
+    except Exception as e:
+        raise VknnError(f"node '{step.node}' ({step.kind}) failed on the CPU: {e}") from e
+    for slot, out in zip(step.outputs, outs, strict=False):
+        values[slot] = out
+
+
+def run_plan(plan: Plan, values: list[np.ndarray | None]) -> None:
+    """Execute every step; `values` holds inputs and constants on entry."""
+    for i, step in enumerate(plan.steps):
+        run_step(step, values)
+        for s in step.inputs:
+            if plan.last_use.get(s) == i:
+                values[s] = None

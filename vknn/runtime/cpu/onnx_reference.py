@@ -1,0 +1,35 @@
+"""Operators with no `vx` lowering (control flow, sequences, signal and
+string ops...) run through ONNX's reference implementation, node by node.
+
+This path is for the rare operators only; it is reported as backend
+`onnx-reference` by `Session.node_backends()`, never silently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx.reference import ReferenceEvaluator
+
+from vknn.runtime.cpu.registry import register
+from vknn.runtime.plan import NO_VALUE, Step
+
+BACKEND = "onnx-reference"
+
+
+def _evaluator(step: Step) -> tuple[ReferenceEvaluator, list[str]]:
+    cached = step.attrs.get("_evaluator")
+    if cached is None:
+        model = onnx.load_model_from_string(step.attrs["onnx_model"])
+        names = [i.name for i in model.graph.input]
+        cached = (ReferenceEvaluator(model), names)
+        step.attrs["_evaluator"] = cached
+    return cached
+
+
+@register("onnx.")
+def run_onnx_node(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+    evaluator, names = _evaluator(step)
+    present = [x for s, x in zip(step.inputs, inputs, strict=True) if s != NO_VALUE]
+    feeds = dict(zip(names, present, strict=True))
+    return [np.asarray(o) if not isinstance(o, list) else o for o in evaluator.run(None, feeds)]

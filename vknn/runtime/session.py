@@ -1,0 +1,238 @@
+"""`vknn.Session`: compile a model once per input-shape set, run it many times.
+
+    sess = vknn.Session("model.onnx", vknn.Config(backends=("cpu",)))
+    outputs = sess.run({"x": x})              # {"y": array}
+    sess.node_backends()                      # {"conv1": "cpu", ...}
+    sess.fallback_reasons()                   # {"conv1": "Conv: ...", ...}
+
+Inputs are validated against the model before anything runs: a missing or
+unknown name, a wrong dtype, rank or shape raises `InvalidArgument` naming
+the input, what was expected and what was given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto
+
+from vknn.errors import InvalidArgument
+from vknn.runtime.config import Config
+from vknn.runtime.plan import Plan
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A graph input or output as the model declares it: dims are ints,
+    symbolic names (str) or None (unknown)."""
+
+    name: str
+    dims: tuple[int | str | None, ...] | None
+    dtype: np.dtype
+
+    def accepts(self, shape: Shape) -> bool:
+        if self.dims is None:
+            return True
+        return len(shape) == len(self.dims) and all(
+            not isinstance(d, int) or d == s for d, s in zip(self.dims, shape, strict=True)
+        )
+
+    @property
+    def is_static(self) -> bool:
+        return self.dims is not None and all(isinstance(d, int) for d in self.dims)
+
+
+def _declared(vi: Any) -> TensorInfo:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    tt = vi.type.tensor_type
+    dtype = np.dtype(tensor_dtype_to_np_dtype(tt.elem_type)) if tt.elem_type else np.dtype("float32")
+    if not tt.HasField("shape"):
+        return TensorInfo(vi.name, None, dtype)
+    dims: list[int | str | None] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            dims.append(d.dim_param or None)
+    return TensorInfo(vi.name, tuple(dims), dtype)
+
+
+def _fmt(shape: Any) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+class Session:
+    def __init__(self, model: str | Path | ModelProto | bytes, config: Config | None = None):
+        from vknn.frontend.loader import load_model_bytes, load_model_file
+
+        self.config = config or Config()
+        if isinstance(model, ModelProto):
+            self._proto, self._base_dir, self._name = model, None, "<model>"
+        elif isinstance(model, bytes):
+            self._proto, self._base_dir, self._name = load_model_bytes(model), None, "<bytes>"
+        else:
+            path = Path(model)
+            self._proto, self._base_dir, self._name = load_model_file(path), path.parent, str(path)
+        g = self._proto.graph
+        inits = {t.name for t in g.initializer}
+        self.inputs = [_declared(vi) for vi in g.input if vi.name not in inits]
+        self.outputs = [_declared(vi) for vi in g.output]
+        self._buckets: dict[tuple[Shape, ...], Plan] = {}
+        self._plan: Plan | None = None
+        self._prepare(self._default_shapes())
+
+    # -- planning ----------------------------------------------------------
+    def _default_shapes(self) -> dict[str, Shape] | None:
+        """Shapes of the first bucket: the declared ones, completed by
+        Config.shapes/dims; None leaves dynamic dims to infer-shapes' rules."""
+        return dict(self.config.shapes) if self.config.shapes else None
+
+    def prepare_shapes(self, shapes: dict[str, Shape]) -> None:
+        """Compile an additional plan bucket for these input shapes."""
+        for name in shapes:
+            if name not in {i.name for i in self.inputs}:
+                raise InvalidArgument(f"prepare_shapes: unknown input '{name}' (inputs: {self._input_names()})")
+        self._prepare({k: tuple(int(d) for d in v) for k, v in shapes.items()})
+
+    def _prepare(self, shapes: dict[str, Shape] | None) -> Plan:
+        from vknn.compiler import compile_module, release_weights
+        from vknn.frontend import import_model
+        from vknn.runtime.partition import assign_backends
+
+        module = import_model(self._proto, base_dir=self._base_dir, name=self._name)
+        try:
+            result = compile_module(
+                module, pipeline=self.config.pipeline, shapes=shapes, dims=dict(self.config.dims)
+            )
+        finally:
+            release_weights(module)
+        plan = result.plan
+        assign_backends(plan, self.config)
+        key = tuple(spec.shape for spec, _ in plan.inputs)
+        self._buckets[key] = plan
+        if self._plan is None:
+            self._plan = plan
+        return plan
+
+    def _input_names(self) -> str:
+        return ", ".join(i.name for i in self.inputs)
+
+    # -- running -----------------------------------------------------------
+    def _select_plan(self, inputs: dict[str, np.ndarray]) -> Plan:
+        assert self._plan is not None
+        if len(self._buckets) == 1:
+            plan = self._plan  # the zero-lookup fast path
+            if all(inputs[spec.name].shape == spec.shape for spec, _ in plan.inputs):
+                return plan
+        key = tuple(tuple(inputs[spec.name].shape) for spec, _ in self._plan.inputs)
+        plan = self._buckets.get(key)
+        if plan is not None:
+            return plan
+        raise InvalidArgument(self._shape_mismatch(inputs))
+
+    def _shape_mismatch(self, inputs: dict[str, np.ndarray]) -> str:
+        plan = self._plan
+        assert plan is not None
+        for spec, _ in plan.inputs:
+            got = inputs[spec.name].shape
+            if len(got) != len(spec.shape):
+                return (
+                    f"input '{spec.name}': expected rank {len(spec.shape)} {_fmt(spec.shape)}, "
+                    f"got rank {len(got)} {_fmt(got)}"
+                )
+        available = "; ".join(
+            ", ".join(f"{spec.name}={_fmt(s)}" for (spec, _), s in zip(plan.inputs, key, strict=True))
+            for key in self._buckets
+        )
+        given = ", ".join(f"{spec.name}={_fmt(inputs[spec.name].shape)}" for spec, _ in plan.inputs)
+        return (
+            f"no plan for input shapes {given}; available: {available}. "
+            "Add one with Session.prepare_shapes({...})"
+        )
+
+    def _validate(self, inputs: Any) -> dict[str, np.ndarray]:
+        if not isinstance(inputs, dict):
+            raise InvalidArgument(f"run() takes a dict of input name -> numpy array, got {type(inputs).__name__}")
+        known = {i.name: i for i in self.inputs}
+        missing = [n for n in known if n not in inputs]
+        if missing:
+            raise InvalidArgument(
+                f"missing input(s) {', '.join(repr(m) for m in missing)}; the model's inputs are: {self._input_names()}"
+            )
+        unknown = [n for n in inputs if n not in known]
+        if unknown:
+            raise InvalidArgument(
+                f"unknown input(s) {', '.join(repr(u) for u in unknown)}; the model's inputs are: {self._input_names()}"
+            )
+        checked: dict[str, np.ndarray] = {}
+        for name, value in inputs.items():
+            info = known[name]
+            if not isinstance(value, np.ndarray | np.generic):
+                raise InvalidArgument(f"input '{name}': expected a numpy array, got {type(value).__name__}")
+            value = np.asarray(value)
+            if value.dtype != info.dtype:
+                raise InvalidArgument(f"input '{name}': expected dtype {info.dtype}, got {value.dtype}")
+            if not info.accepts(value.shape):
+                raise InvalidArgument(
+                    f"input '{name}': expected shape {_fmt(info.dims or ())}, got {_fmt(value.shape)}"
+                )
+            checked[name] = value
+        return checked
+
+    def run(
+        self, inputs: dict[str, np.ndarray], output_names: list[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        from vknn.runtime.cpu.executor import run_plan
+
+        feeds = self._validate(inputs)
+        plan = self._select_plan(feeds)
+        values: list[np.ndarray | None] = [None] * plan.num_slots
+        for slot, array in plan.constants.items():
+            values[slot] = array
+        for spec, slot in plan.inputs:
+            values[slot] = feeds[spec.name]
+        run_plan(plan, values)
+        wanted = output_names or [spec.name for spec, _ in plan.outputs]
+        by_name = {spec.name: (spec, slot) for spec, slot in plan.outputs}
+        result: dict[str, np.ndarray] = {}
+        for name in wanted:
+            if name not in by_name:
+                raise InvalidArgument(f"unknown output '{name}'; outputs are: {', '.join(by_name)}")
+            spec, slot = by_name[name]
+            value = values[slot]
+            assert value is not None
+            result[name] = np.array(value, dtype=spec.np_dtype, copy=True)
+        return result
+
+    # -- reports -----------------------------------------------------------
+    @property
+    def plan(self) -> Plan:
+        assert self._plan is not None
+        return self._plan
+
+    def node_backends(self) -> dict[str, str]:
+        """ONNX node name -> the backend its ops run on (joined by '+' if split)."""
+        out: dict[str, str] = {}
+        for step in self.plan.steps:
+            prev = out.get(step.node)
+            if prev is None:
+                out[step.node] = step.backend
+            elif step.backend not in prev.split("+"):
+                out[step.node] = f"{prev}+{step.backend}"
+        return out
+
+    def fallback_reasons(self) -> dict[str, str]:
+        """ONNX node name -> why it is not on the preferred backend."""
+        out: dict[str, str] = {}
+        for step in self.plan.steps:
+            if step.reason and step.node not in out:
+                out[step.node] = step.reason
+        return out
+
+
