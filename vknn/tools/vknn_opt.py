@@ -17,7 +17,7 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from vknn.dialects import make_context
@@ -30,6 +30,8 @@ class VknnOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         super().__init__(description="VKNN pass driver", args=args)
+        if self.args.verify_diagnostics:  # parse errors are diagnostics too
+            self.args.parsing_diagnostics = True
 
     def register_all_dialects(self) -> None:
         self.ctx = make_context()
@@ -124,6 +126,9 @@ class VknnOptMain(xDSLOptMain):
             return
         try:
             super().run()
+        except ParseError as e:
+            print(f"vknn-opt: error: {e}", file=sys.stderr)
+            raise SystemExit(1) from None
         except (VknnError, VerifyException, DiagnosticException) as e:
             if self.args.verify_diagnostics:
                 print(e)

@@ -11,11 +11,15 @@ PIPELINES: dict[str, list[str]] = {
 
 
 def pipeline_spec(name: str, shapes: str = "", dims: str = "") -> str:
-    """The `-p` spec of a named pipeline, with input-shape declarations."""
-    try:
+    """The `-p` spec of a named pipeline (or of an explicit pass list such as
+    `"infer-shapes,const-fold,convert-onnx-to-vx,dce"`), with the input-shape
+    declarations given to its infer-shapes."""
+    if name in PIPELINES:
         passes = list(PIPELINES[name])
-    except KeyError:
-        raise KeyError(f"unknown pipeline '{name}' (known: {', '.join(sorted(PIPELINES))})") from None
+    elif "," in name or "{" in name or "-" in name:
+        passes = [p.strip() for p in _split_spec(name)]
+    else:
+        raise KeyError(f"unknown pipeline '{name}' (known: {', '.join(sorted(PIPELINES))})")
     opts = []
     if shapes:
         opts.append(f'shapes="{shapes}"')
@@ -24,3 +28,17 @@ def pipeline_spec(name: str, shapes: str = "", dims: str = "") -> str:
     if opts:
         passes = [f"{p}{{{' '.join(opts)}}}" if p == "infer-shapes" else p for p in passes]
     return ",".join(passes)
+
+
+def _split_spec(spec: str) -> list[str]:
+    """Split a pass list on the commas that are not inside `{...}` options."""
+    parts, depth, cur = [], 0, ""
+    for ch in spec:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [p for p in (*parts, cur) if p.strip()]
