@@ -10,6 +10,15 @@ _PASSES: dict[str, str] = {
     "infer-shapes": "infer_shapes:InferShapesPass",
     "const-fold": "const_fold:ConstFoldPass",
     "convert-onnx-to-vx": "convert_onnx_to_vx:ConvertOnnxToVxPass",
+    "fuse-pointwise": "fuse_pointwise:FusePointwisePass",
+    "assign-layouts": "assign_layouts:AssignLayoutsPass",
+    "subpixel-conv-transpose": "subpixel_conv_transpose:SubpixelConvTransposePass",
+    "lower-conv": "lower_conv:LowerConvPass",
+    "dequantize": "dequantize:DequantizePass",
+    "dce": "dce:DcePass",
+    "fold-batchnorm": "fold_batchnorm:FoldBatchNormPass",
+    "lower-batchnorm": "lower_batchnorm:LowerBatchNormPass",
+    "prune-initializers": "prune_initializers:PruneInitializersPass",
 }
 
 
