@@ -1,0 +1,456 @@
+"""The Vulkan foundation on a real driver (lavapipe on machines without a GPU),
+with the Khronos validation layer (synchronization validation included) on
+and zero messages allowed: device + caps, the arena planner, shader
+compilation (every shader x variant passes spirv-val), and the elementwise
+kernels vs numpy in fp32 (tight) and fp16 storage (1e-3 relative)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+from vknn.errors import Unsupported
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.kernels import gate
+from vknn.runtime.vulkan.kernels.elementwise import (
+    UNARY_REFUSED,
+    binary_kinds,
+    collapse_broadcast,
+    unary_kinds,
+)
+from vknn.runtime.vulkan.memory import plan_arena
+from vknn.runtime.vulkan.shaders import VARIANTS, compile_shader, shader_names, validate
+
+# ---------------------------------------------------------------------------
+# Pure parts: no device needed
+# ---------------------------------------------------------------------------
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_plan_arena_reuses_dead_memory() -> None:
+    # A chain t0 -> t1 -> t2 -> t3: t2 may reuse t0's block, t3 t1's.
+    tensors = [(i, 1000, i, i + 1) for i in range(4)]
+    offsets, size = plan_arena(tensors, 16)
+    assert size < sum(align for align in [1008] * 4)
+    assert size == 2 * 1008
+    assert offsets[2] == offsets[0] and offsets[3] == offsets[1]
+
+
+def test_plan_arena_random_live_ranges_never_collide() -> None:
+    rng = np.random.default_rng(0)
+    for trial in range(50):
+        n = int(rng.integers(1, 40))
+        tensors = []
+        for i in range(n):
+            first = int(rng.integers(0, 30))
+            tensors.append((i, int(rng.integers(1, 5000)), first, first + int(rng.integers(0, 6))))
+        offsets, size = plan_arena(tensors, 64)
+        spans = {t[0]: (offsets[t[0]], offsets[t[0]] + t[1]) for t in tensors}
+        for tid, _, f, last in tensors:
+            assert offsets[tid] % 64 == 0
+            assert spans[tid][1] <= size
+            for oid, _, of, olast in tensors:
+                if oid != tid and f <= olast and of <= last:  # live ranges overlap
+                    assert not _overlap(spans[tid], spans[oid]), (trial, tid, oid)
+        assert size <= sum(-(-t[1] // 64) * 64 for t in tensors)
+
+
+def test_plan_arena_coalesces_free_neighbours() -> None:
+    # Two small neighbours die; one big tensor then fits in their merged block.
+    tensors = [("a", 64, 0, 0), ("b", 64, 0, 0), ("keep", 64, 0, 5), ("big", 128, 1, 2)]
+    offsets, size = plan_arena(tensors, 64)
+    assert size == 192
+    assert offsets["big"] in (offsets["a"], offsets["b"]) and offsets["big"] + 128 <= 192
+
+
+def test_collapse_broadcast() -> None:
+    assert collapse_broadcast((2, 3, 4), (2, 3, 4), (2, 3, 4)) == ([], [], [])
+    assert collapse_broadcast((2, 3, 4), (2, 3, 4), ()) == ([24], [1], [0])
+    assert collapse_broadcast((2, 3, 4), (2, 3, 4), (3, 1)) == ([2, 3, 4], [12, 4, 1], [0, 1, 0])
+    assert collapse_broadcast((4, 1, 5), (4, 1, 5), (4, 1, 5)) == ([], [], [])
+    assert collapse_broadcast((2, 3, 4, 5), (2, 3, 4, 5), (4, 5)) == ([6, 20], [20, 1], [0, 1])
+
+
+def _step(
+    op: str, kind: str, shape: tuple[int, ...], dtype: str = "float32", **attrs: object
+) -> Step:
+    return Step(
+        op,
+        f"n_{kind}",
+        [0, 1] if op == "vx.binary" else [0],
+        [2],
+        [TensorSpec("y", shape, dtype)],
+        {"kind": kind, **attrs},
+    )
+
+
+def test_gates_are_pure_and_say_why() -> None:
+    caps = DeviceCaps.lavapipe_like()
+    assert gate(_step("vx.binary", "add", (2, 3)), caps) is None
+    assert gate(_step("vx.unary", "relu", (2, 3)), caps) is None
+    why = gate(_step("vx.binary", "add", (2, 3), "int64"), caps)
+    assert why is not None and why.startswith("Add: int64")
+    why = gate(_step("vx.unary", "sin", (4,)), caps)
+    assert why is not None and why.startswith("Sin: ")
+    why = gate(_step("vx.binary", "equal", (4,), "bool"), caps)
+    assert why is not None and why.startswith("Equal: ")
+    why = gate(Step("vx.conv", "c", [0], [1], [TensorSpec("y", (1,), "float32")]), caps)
+    assert why == "Conv: no Vulkan kernel for vx.conv yet"
+    small = caps.with_(max_storage_buffer_range=1024)
+    assert "maxStorageBufferRange" in (gate(_step("vx.unary", "relu", (512,)), small) or "")
+    eight = (2,) * 8
+    assert "rank 8" in (gate(_step("vx.binary", "add", eight), caps) or "")
+    # With input specs the collapsed rank decides: an 8-d add of equal shapes is flat.
+    spec = TensorSpec("x", eight, "float32")
+    assert gate(_step("vx.binary", "add", eight), caps, [spec, spec]) is None
+
+
+# ---------------------------------------------------------------------------
+# Shaders
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("name", shader_names())
+def test_every_shader_variant_passes_spirv_val(name: str, variant: str) -> None:
+    spirv = compile_shader(name, variant)
+    assert spirv[:4] == b"\x03\x02\x23\x07"  # the SPIR-V magic, little-endian
+    validate(spirv, f"{name} ({variant})")
+
+
+# ---------------------------------------------------------------------------
+# On the device, validation layer on
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def device():  # type: ignore[no-untyped-def]
+    from vknn.runtime.vulkan.device import Device, VulkanError, vulkan_unavailable_reason
+
+    why = vulkan_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"no Vulkan device: {why}")
+    try:
+        dev = Device.open(validation=os.environ.get("VKNN_VALIDATION", "1") != "0")
+    except VulkanError as e:
+        pytest.skip(f"no usable Vulkan device: {e}")
+    yield dev
+    msgs = list(dev.messages)
+    dev.close()
+    msgs += dev.messages[len(msgs) :]
+    assert not msgs, "validation messages at teardown:\n" + "\n".join(map(str, msgs))
+
+
+@pytest.fixture(autouse=False)
+def clean(device):  # type: ignore[no-untyped-def]
+    """Asserts the test left no validation message."""
+    start = len(device.messages)
+    yield device
+    new = device.messages[start:]
+    assert not new, "validation messages:\n" + "\n".join(map(str, new))
+
+
+def _run(device, steps, inputs, outputs, constants=None, **kw):  # type: ignore[no-untyped-def]
+    from vknn.runtime.vulkan.executor import VulkanExecutor
+
+    specs = {s: TensorSpec(f"in{s}", a.shape, a.dtype.name) for s, a in inputs.items()}
+    with VulkanExecutor(device, steps, specs, outputs, constants, **kw) as ex:
+        out = ex.run(inputs)
+        return out, ex
+
+
+def test_caps_from_device(clean) -> None:  # type: ignore[no-untyped-def]
+    caps = clean.caps
+    assert caps.max_compute_work_group_count[0] >= 65535
+    assert caps.max_push_constants_size >= 128
+    assert len(caps.pipeline_cache_uuid) == 16
+    if "llvmpipe" in caps.name:
+        assert caps.has_device_local_host_visible and caps.has_push_descriptor
+        assert caps.has_fp16_storage and caps.device_type == "cpu"
+
+
+BINARY_SHAPES = [
+    ((7,), (7,)),
+    ((2, 3, 4), (2, 3, 4)),
+    ((2, 3, 4), ()),
+    ((2, 3, 4), (3, 1)),
+    ((1, 3, 1), (2, 1, 5)),
+    ((2, 1, 4, 1, 3, 2), (1, 5, 1, 2, 1, 2)),
+    ((4, 1), (1, 300)),
+    ((1000,), (1,)),
+]
+
+
+def _inputs(
+    kind: str, sa: tuple[int, ...], sb: tuple[int, ...], seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(sa).astype(np.float32) * 3
+    b = rng.standard_normal(sb).astype(np.float32) * 3
+    if kind in ("div", "mod", "fmod"):
+        b = np.where(np.abs(b) < 0.25, 1.5, b).astype(np.float32)
+    if kind == "pow":
+        a = np.abs(a) + 0.1
+        b = np.clip(b, -3, 3)
+    return np.asarray(a), np.asarray(b)
+
+
+def _ref_binary(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    fns = {
+        "add": np.add,
+        "sub": np.subtract,
+        "mul": np.multiply,
+        "div": np.divide,
+        "pow": np.power,
+        "max": np.maximum,
+        "min": np.minimum,
+        "mod": np.remainder,
+        "fmod": np.fmod,
+        "prelu": lambda x, y: np.where(x < 0, x * y, x),
+    }
+    return fns[kind](a64, b64)
+
+
+def _check(got: np.ndarray, want: np.ndarray, fp16: bool, loose: bool = False) -> None:
+    if fp16:
+        # Storage rounding of the inputs and the result: 2^-11 each, plus fp32
+        # math; fp16 stores saturate (inf included) to +-65504.
+        want = np.clip(want, -65504.0, 65504.0)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-3, atol=1e-3)
+    else:
+        rtol = 2e-6 if loose else 1e-6
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=1e-6)
+
+
+@pytest.mark.parametrize("precision", ["high", "low"])
+@pytest.mark.parametrize("sa,sb", BINARY_SHAPES)
+def test_binary_add_broadcasts(clean, precision: str, sa, sb) -> None:  # type: ignore[no-untyped-def]
+    a, b = _inputs("add", sa, sb, 1)
+    out_shape = np.broadcast_shapes(sa, sb)
+    step = Step(
+        "vx.binary", "add", [0, 1], [2], [TensorSpec("c", out_shape, "float32")], {"kind": "add"}
+    )
+    out, _ = _run(clean, [step], {0: a, 1: b}, [2], precision=precision)
+    if precision == "low":  # the oracle sees the same fp16-rounded inputs
+        a, b = a.astype(np.float16), b.astype(np.float16)
+    _check(out[2], _ref_binary("add", a, b), precision == "low")
+
+
+@pytest.mark.parametrize("precision", ["high", "low"])
+@pytest.mark.parametrize("kind", sorted(binary_kinds()))
+def test_binary_kinds(clean, kind: str, precision: str) -> None:  # type: ignore[no-untyped-def]
+    sa, sb = (3, 4, 5), (4, 1)
+    a, b = _inputs(kind, sa, sb, 2)
+    step = Step(
+        "vx.binary", kind, [0, 1], [2], [TensorSpec("c", (3, 4, 5), "float32")], {"kind": kind}
+    )
+    out, _ = _run(clean, [step], {0: a, 1: b}, [2], precision=precision)
+    if precision == "low":
+        a, b = a.astype(np.float16), b.astype(np.float16)
+    want = _ref_binary(kind, a, b)
+    if kind in ("mod", "fmod") and precision == "low":
+        # a - b*trunc(a/b) jumps by b where a/b crosses an integer; compare away from jumps.
+        ok = np.abs(np.abs(a / b - np.round(a / b)) - 0.0) > 1e-2
+        out[2], want = np.where(ok, out[2], 0), np.where(ok, want, 0)
+    _check(out[2], want, precision == "low", loose=kind == "pow")
+
+
+UNARY_PARAMS = {
+    "leaky_relu": (0.1,),
+    "elu": (1.3,),
+    "celu": (0.7,),
+    "selu": (1.67, 1.05),
+    "thresholded_relu": (0.5,),
+    "hard_sigmoid": (0.2, 0.5),
+    "clip": (-1.0, 2.0),
+}
+
+
+def _ref_unary(kind: str, x: np.ndarray, params: tuple[float, ...]) -> np.ndarray:
+    from math import erf
+
+    x = x.astype(np.float64)
+    verf = np.vectorize(erf)
+    sig = 1 / (1 + np.exp(-x))
+    sp = np.logaddexp(0, x)
+    p = [float(np.float32(v)) for v in params]
+    fns = {
+        "identity": lambda: x,
+        "relu": lambda: np.maximum(x, 0),
+        "sigmoid": lambda: sig,
+        "tanh": lambda: np.tanh(x),
+        "exp": lambda: np.exp(x),
+        "log": lambda: np.log(x),
+        "sqrt": lambda: np.sqrt(x),
+        "reciprocal": lambda: 1 / x,
+        "abs": lambda: np.abs(x),
+        "neg": lambda: -x,
+        "floor": lambda: np.floor(x),
+        "ceil": lambda: np.ceil(x),
+        "round": lambda: np.rint(x),
+        "sign": lambda: np.sign(x),
+        "erf": lambda: verf(x),
+        "gelu": lambda: 0.5 * x * (1 + verf(x / np.sqrt(2))),
+        "gelu_tanh": lambda: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))),
+        "silu": lambda: x * sig,
+        "mish": lambda: x * np.tanh(sp),
+        "softplus": lambda: sp,
+        "softsign": lambda: x / (1 + np.abs(x)),
+        "leaky_relu": lambda: np.where(x < 0, p[0] * x, x),
+        "elu": lambda: np.where(x < 0, p[0] * np.expm1(x), x),
+        "celu": lambda: np.maximum(x, 0) + np.minimum(0, p[0] * np.expm1(x / p[0])),
+        "selu": lambda: p[1] * np.where(x > 0, x, p[0] * np.expm1(x)),
+        "thresholded_relu": lambda: np.where(x > p[0], x, 0),
+        "hard_sigmoid": lambda: np.clip(p[0] * x + p[1], 0, 1),
+        "hard_swish": lambda: x * np.clip(x / 6 + 0.5, 0, 1),
+        "clip": lambda: np.minimum(np.maximum(x, p[0]), p[1]),
+    }
+    with np.errstate(divide="ignore"):
+        return fns[kind]()
+
+
+@pytest.mark.parametrize("precision", ["high", "low"])
+@pytest.mark.parametrize("kind", sorted(set(unary_kinds()) - set(UNARY_REFUSED)))
+def test_unary_kinds(clean, kind: str, precision: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(1031) * 4).astype(np.float32)
+    x[:8] = [0.0, -0.0, 1e-3, -1e-3, 1e-6, 20.0, -20.0, 0.5]
+    if kind in ("log", "sqrt"):
+        x = np.abs(x) + 1e-3
+    if kind == "round":
+        x[8:12] = [0.5, 1.5, 2.5, -0.5]
+    params = UNARY_PARAMS.get(kind, ())
+    attrs = {"kind": kind, **({"params": params} if params else {})}
+    step = Step("vx.unary", kind, [0], [1], [TensorSpec("y", x.shape, "float32")], attrs)
+    out, _ = _run(clean, [step], {0: x}, [1], precision=precision)
+    if precision == "low":
+        x = x.astype(np.float16)
+    want = _ref_unary(kind, x, params)
+    _check(out[1], want, precision == "low", loose=True)
+
+
+def test_fp16_store_rounds_to_nearest_even_and_saturates(clean) -> None:  # type: ignore[no-untyped-def]
+    """fp16-exact operands whose fp32 sum/product falls between fp16 neighbours:
+    ties go to even (normal and subnormal), overflow saturates, NaN stays."""
+    t = 2.0**-24  # the smallest fp16 subnormal
+    cases = {
+        "add": [
+            (1, 2.0**-11),
+            (1, 3 * 2.0**-11),
+            (1, 2.0**-12),
+            (2048, 1),
+            (2048, 3),
+            (2048, 1.5),
+            (6e4, 7e3),
+            (-6e4, -7e3),
+            (65504, 65504),
+            (1, np.nan),
+        ],
+        "mul": [(3 * t, 0.5), (t, 0.5), (5 * t, 0.5), (7 * t, 0.25), (1000, 1000)],
+    }
+    for kind, pairs in cases.items():
+        a = np.array([p[0] for p in pairs], np.float16)
+        b = np.array([p[1] for p in pairs], np.float16)
+        step = Step(
+            "vx.binary", kind, [0, 1], [2], [TensorSpec("c", a.shape, "float16")], {"kind": kind}
+        )
+        out, _ = _run(clean, [step], {0: a, 1: b}, [2], precision="low")
+        exact = _ref_binary(kind, a, b)  # f64: exact for these operands
+        want = np.clip(exact, -65504, 65504).astype(np.float16)  # numpy rounds ties to even
+        got = out[2]
+        assert got.dtype == np.float16
+        assert np.array_equal(got.view(np.uint16), want.view(np.uint16)) or (
+            np.array_equal(np.isnan(got), np.isnan(want))
+            and np.array_equal(
+                got[~np.isnan(got)].view(np.uint16), want[~np.isnan(want)].view(np.uint16)
+            )
+        ), (kind, got, want)
+        assert not np.isinf(got).any()
+
+
+def test_chain_reuses_arena_and_replays(clean) -> None:  # type: ignore[no-untyped-def]
+    """A 12-op chain: the arena is smaller than the sum of its tensors, barriers
+    (checked by synchronization validation) keep reuse safe, and the recorded
+    command buffer replays with new inputs."""
+    from vknn.runtime.vulkan.executor import VulkanExecutor
+
+    shape = (4, 8, 16)
+    steps = []
+    slot = 0
+    for i in range(12):
+        kind = ["relu", "tanh", "sigmoid"][i % 3]
+        if i % 2:
+            steps.append(
+                Step(
+                    "vx.binary",
+                    f"b{i}",
+                    [slot, 100],
+                    [slot + 1],
+                    [TensorSpec("t", shape, "float32")],
+                    {"kind": "mul"},
+                )
+            )
+        else:
+            steps.append(
+                Step(
+                    "vx.unary",
+                    f"u{i}",
+                    [slot],
+                    [slot + 1],
+                    [TensorSpec("t", shape, "float32")],
+                    {"kind": kind},
+                )
+            )
+        slot += 1
+    w = np.linspace(-1, 1, 16, dtype=np.float32)
+    spec = {0: TensorSpec("x", shape, "float32")}
+    with VulkanExecutor(clean, steps, spec, [slot], {100: w}, profiling=True) as ex:
+        assert ex.stats.arena_bytes < ex.stats.naive_bytes
+        for seed in range(3):
+            x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+            ref = x.astype(np.float64)
+            for st in steps:
+                ref = ref * w if st.op == "vx.binary" else _ref_unary(st.attrs["kind"], ref, ())
+            _check(ex.run({0: x})[slot], ref, False, loose=True)
+        prof = ex.profile()
+        assert len(prof) == 12 and all(ms >= 0 for _, ms in prof)
+
+
+def test_split_dispatch_and_staging_and_descriptor_sets(clean) -> None:  # type: ignore[no-untyped-def]
+    """maxComputeWorkGroupCount shrunk to 3 groups: a 5000-element op becomes
+    several dispatches with base offsets; staging copies and descriptor sets
+    (instead of push descriptors) give the same result."""
+    from vknn.runtime.vulkan.pipeline import Pipelines
+
+    caps = dataclasses.replace(clean.caps, max_compute_work_group_count=(3, 65535, 65535))
+    x = np.random.default_rng(5).standard_normal((5000,)).astype(np.float32)
+    b = np.float32(0.5) * np.ones((1,), np.float32)
+    steps = [
+        Step("vx.unary", "s", [0], [1], [TensorSpec("y", x.shape, "float32")], {"kind": "silu"}),
+        Step("vx.binary", "a", [1, 9], [2], [TensorSpec("z", x.shape, "float32")], {"kind": "add"}),
+    ]
+    want = _ref_unary("silu", x, ()) + 0.5
+    for staging in (False, True):
+        for push in (True, False):
+            pipes = Pipelines(clean, push_descriptors=push)
+            out, ex = _run(
+                clean, steps, {0: x}, [2], {9: b}, caps=caps, staging=staging, pipelines=pipes
+            )
+            assert ex.stats.dispatches == 2 * 7  # ceil(ceil(5000/256) / 3) per op
+            _check(out[2], want, False, loose=True)
+
+
+def test_executor_refuses_with_reasons(clean) -> None:  # type: ignore[no-untyped-def]
+    from vknn.runtime.vulkan.executor import VulkanExecutor
+
+    step = Step("vx.unary", "s", [0], [1], [TensorSpec("y", (4,), "float32")], {"kind": "sin"})
+    with pytest.raises(Unsupported, match="'s': Sin: "):
+        VulkanExecutor(clean, [step], {0: TensorSpec("x", (4,), "float32")}, [1])

@@ -1,0 +1,137 @@
+"""Vulkan kernel specs: for each plan op, a gate (does the Vulkan backend take
+this step on this device?) and a recorder (the step's dispatches).
+
+`gate(step, caps, in_specs)` is the one function the partitioner, the support
+report and the executor all call, so they cannot drift. It is pure: plain
+`Step` data and a `DeviceCaps`, no device. It returns None when the step is
+accepted, else "<Kind>: <reason>" a user can act on.
+
+A new kernel family registers a `KernelSpec` here (see `elementwise.py`).
+This package must not import xDSL or the CPU backend.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Binding, Dispatch
+from vknn.runtime.vulkan.memory import TensorRef
+from vknn.runtime.vulkan.pipeline import ComputePipeline, PipelineKey, Pipelines
+
+FLOAT_DTYPES = ("float32", "float16")
+"""Model dtypes the elementwise kernels take (stored as fp32 or fp16)."""
+
+
+@dataclass
+class TensorArg:
+    """A tensor as a recorder sees it: where it lives, its shape, its model dtype."""
+
+    ref: TensorRef
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def binding(self, write: bool = False) -> Binding:
+        return Binding(self.ref.buffer, self.ref.offset, self.ref.nbytes, write)
+
+
+@dataclass
+class RecordContext:
+    """What a recorder may use besides the step and its tensors."""
+
+    caps: DeviceCaps
+    pipelines: Pipelines
+    variant: str
+    """Shader variant: "fp32" or "fp16" (storage)."""
+    op_index: int = 0
+
+    def pipeline(
+        self,
+        shader: str,
+        spec: tuple[tuple[int, int | float | bool], ...],
+        bindings: int,
+        push_size: int,
+        local_size_x: int,
+    ) -> ComputePipeline:
+        key = PipelineKey(shader, self.variant, spec, bindings, push_size)
+        return self.pipelines.get(key, local_size_x)
+
+
+Gate = Callable[[Step, DeviceCaps, "list[TensorSpec] | None"], "str | None"]
+Recorder = Callable[[Step, RecordContext, "list[TensorArg]", "list[TensorArg]"], "list[Dispatch]"]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    op: str
+    gate: Gate
+    record: Recorder
+
+
+KERNELS: dict[str, KernelSpec] = {}
+
+
+def register(spec: KernelSpec) -> KernelSpec:
+    KERNELS[spec.op] = spec
+    return spec
+
+
+def gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None) -> str | None:
+    """None if the Vulkan backend runs `step` on a device with `caps`, else why not.
+    `in_specs` (the inputs' shapes/dtypes) lets shape-dependent gates decide
+    exactly; without it they judge from the outputs alone."""
+    spec = KERNELS.get(step.op)
+    if spec is None:
+        return f"{step.kind}: no Vulkan kernel for {step.op} yet"
+    return spec.gate(step, caps, in_specs)
+
+
+# -- helpers shared by flat kernels -----------------------------------------
+
+
+def local_size(caps: DeviceCaps, want: int = 256) -> int:
+    return max(
+        1, min(want, caps.max_compute_work_group_invocations, caps.max_compute_work_group_size[0])
+    )
+
+
+def flat_dispatches(
+    pipeline: ComputePipeline,
+    bindings: list[Binding],
+    n: int,
+    push: Callable[[int], bytes],
+    caps: DeviceCaps,
+    op_index: int,
+    label: str,
+) -> list[Dispatch]:
+    """Dispatches covering elements [0, n) with one invocation per element,
+    split where the group count would pass maxComputeWorkGroupCount[0]; each
+    part's first element (`base`) goes into its push constants via `push(base)`."""
+    ls = pipeline.local_size_x
+    groups = max(1, -(-n // ls))
+    max_groups = caps.max_compute_work_group_count[0]
+    out = []
+    first = 0
+    while first < groups:
+        count = min(max_groups, groups - first)
+        out.append(Dispatch(pipeline, bindings, push(first * ls), (count, 1, 1), op_index, label))
+        first += count
+    return out
+
+
+def pack_u32(*values: int) -> bytes:
+    return struct.pack(f"<{len(values)}I", *values)
+
+
+# Registration: importing the families fills KERNELS.
+from vknn.runtime.vulkan.kernels import elementwise as _elementwise  # noqa: E402, F401
