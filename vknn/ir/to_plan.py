@@ -86,6 +86,16 @@ def tensor_spec(name: str, t: Attribute) -> TensorSpec:
     raise VknnError(f"value '{name}' has non-tensor type {t}")
 
 
+def _scalar_spec(name: str, t: Attribute) -> TensorSpec:
+    """A body value's spec: shape () and its element type's dtype."""
+    if isinstance(t, TensorType | UnrankedTensorType):
+        return tensor_spec(name, t)
+    try:
+        return TensorSpec(name, (), numpy_dtype(t).name)
+    except Exception:
+        return TensorSpec(name, (), str(t))
+
+
 def _node_name(op: Operation) -> str:
     a = op.attributes.get(NAME_ATTR)
     return a.data if isinstance(a, StringAttr) else op.name
@@ -154,7 +164,9 @@ class _PlanBuilder:
                 op.name,
                 [local.slot(v) for v in op.operands],
                 [local.new_slot(r) for r in op.results],
-                [],
+                # Scalar specs: the interpreter needs each result's element
+                # type (a cast's target is nowhere else).
+                [_scalar_spec(op.name, r.type) for r in op.results],
                 {k: plain(a) for k, a in (*op.properties.items(), *op.attributes.items())},
             )
             steps.append(s)

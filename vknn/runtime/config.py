@@ -23,6 +23,8 @@ class Config:
     cache_file: str | None = None
     fastmath: str = "auto"
     autotune: str = "off"
+    profiling: bool = False
+    """Record timestamp queries around every Vulkan dispatch (Session.profile())."""
     pipeline: str = "standard"
     """The named compiler pipeline (vknn.transforms.pipelines)."""
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)

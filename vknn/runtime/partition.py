@@ -1,20 +1,39 @@
-"""Assigning each step to a backend: the first in `Config.backends` whose gate
-accepts it. The gates are the same functions the support report uses."""
+"""Assigning each step to a backend — the first in `Config.backends` whose gate
+accepts it — and slicing the steps into maximal same-backend segments.
+
+The Vulkan gates are `vknn.runtime.vulkan.kernels.gate`, the same function the
+support report calls, so what the report says is what the runtime does.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from vknn.errors import Unsupported
 from vknn.runtime.config import Config
 from vknn.runtime.cpu import has_kernel
 from vknn.runtime.cpu.onnx_reference import BACKEND as ONNX_REFERENCE
-from vknn.runtime.plan import Plan, Step
+from vknn.runtime.plan import NO_VALUE, Plan, Step, TensorSpec
 
 
-def vulkan_refusal(step: Step, config: Config) -> str | None:
+def slot_specs(plan: Plan) -> dict[int, TensorSpec]:
+    """slot -> spec for every value of the plan."""
+    specs: dict[int, TensorSpec] = {s: spec for spec, s in plan.inputs}
+    for slot, arr in plan.constants.items():
+        specs[slot] = TensorSpec(f"const{slot}", tuple(arr.shape), arr.dtype.name)
+    for step in plan.steps:
+        for slot, spec in zip(step.outputs, step.out_specs, strict=False):
+            specs[slot] = spec
+    return specs
+
+
+def vulkan_refusal(step: Step, config: Config, caps, in_specs: list[TensorSpec]) -> str | None:  # type: ignore[no-untyped-def]
     """Why the Vulkan backend does not take `step` (None: it does)."""
-    if step.kind in config.disabled_vk_ops:
+    if step.kind in config.disabled_vk_ops or step.op in config.disabled_vk_ops:
         return f"{step.kind}: disabled by Config.disable_vk_ops"
-    return f"{step.kind}: the Vulkan backend is not implemented yet"
+    from vknn.runtime.vulkan.kernels import gate
+
+    return gate(step, caps, in_specs)
 
 
 def cpu_backend(step: Step) -> tuple[str, str] | None:
@@ -26,14 +45,21 @@ def cpu_backend(step: Step) -> tuple[str, str] | None:
     return None
 
 
-def assign_backends(plan: Plan, config: Config) -> None:
+def assign_backends(plan: Plan, config: Config, caps=None, no_vulkan: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Set `step.backend` and `step.reason` for every step. `caps` is the
+    Vulkan device's (None with `no_vulkan` saying why there is none)."""
+    specs = slot_specs(plan)
     gaps: list[str] = []
     for step in plan.steps:
         reasons: list[str] = []
         chosen = None
         for backend in config.backends:
             if backend == "vulkan":
-                why = vulkan_refusal(step, config)
+                if caps is None:
+                    why = f"{step.kind}: {no_vulkan or 'no Vulkan device'}"
+                else:
+                    ins = [specs[s] for s in step.inputs if s != NO_VALUE]
+                    why = vulkan_refusal(step, config, caps, ins)
                 if why is None:
                     chosen = ("vulkan", "")
                     break
@@ -53,10 +79,54 @@ def assign_backends(plan: Plan, config: Config) -> None:
             )
         step.backend = chosen[0]
         step.reason = "; ".join(reasons) if chosen[0] != config.backends[0] or chosen[1] else ""
-        if step.backend != config.backends[0] and config.backends[0] == "vulkan" and not config.allow_cpu_fallback:
+        if (
+            config.backends[0] == "vulkan"
+            and step.backend != "vulkan"
+            and not config.allow_cpu_fallback
+        ):
             gaps.append(f"'{step.node}' ({reasons[0] if reasons else step.kind})")
     if gaps:
         raise Unsupported(
             f"{len(gaps)} op(s) cannot run on the Vulkan backend and Config.allow_cpu_fallback "
             f"is False: {', '.join(gaps[:20])}{' ...' if len(gaps) > 20 else ''}"
         )
+
+
+@dataclass
+class Segment:
+    """A maximal run of consecutive steps on one backend family."""
+
+    backend: str  # "vulkan" or "cpu" (CPU kernels and onnx.reference alike)
+    steps: list[Step] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    """Slots the segment reads that it does not produce (constants excluded)."""
+    outputs: list[int] = field(default_factory=list)
+    """Slots it produces that later segments or the graph outputs read."""
+
+
+def make_segments(plan: Plan) -> list[Segment]:
+    segments: list[Segment] = []
+    for step in plan.steps:
+        family = "vulkan" if step.backend == "vulkan" else "cpu"
+        if not segments or segments[-1].backend != family:
+            segments.append(Segment(family))
+        segments[-1].steps.append(step)
+    graph_outputs = {s for _, s in plan.outputs}
+    readers: dict[int, set[int]] = {}
+    for i, seg in enumerate(segments):
+        for step in seg.steps:
+            for s in step.inputs:
+                readers.setdefault(s, set()).add(i)
+    for i, seg in enumerate(segments):
+        produced = {s for step in seg.steps for s in step.outputs}
+        seen: set[int] = set()
+        for step in seg.steps:
+            for s in step.inputs:
+                if s != NO_VALUE and s not in produced and s not in plan.constants and s not in seen:
+                    seen.add(s)
+                    seg.inputs.append(s)
+        seg.outputs = [
+            s for step in seg.steps for s in step.outputs
+            if s in graph_outputs or any(j > i for j in readers.get(s, ()))
+        ]
+    return segments

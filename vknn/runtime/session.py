@@ -21,6 +21,7 @@ from onnx import ModelProto
 
 from vknn.errors import InvalidArgument
 from vknn.runtime.config import Config
+from vknn.runtime.partition import Segment
 from vknn.runtime.plan import Plan
 
 Shape = tuple[int, ...]
@@ -67,6 +68,23 @@ def _fmt(shape: Any) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
+@dataclass
+class Bucket:
+    """One compiled input-shape set: its plan, segments and Vulkan executors."""
+
+    plan: Plan
+    segments: list[Segment]
+    executors: dict[int, Any]
+    """segment index -> VulkanExecutor"""
+    free_after: list[list[int]]
+    """segment index -> slots no later segment reads (freed after it runs)"""
+
+    def close(self) -> None:
+        for ex in self.executors.values():
+            ex.close()
+        self.executors.clear()
+
+
 class Session:
     def __init__(self, model: str | Path | ModelProto | bytes, config: Config | None = None):
         from vknn.frontend.loader import load_model_bytes, load_model_file
@@ -83,8 +101,8 @@ class Session:
         inits = {t.name for t in g.initializer}
         self.inputs = [_declared(vi) for vi in g.input if vi.name not in inits]
         self.outputs = [_declared(vi) for vi in g.output]
-        self._buckets: dict[tuple[Shape, ...], Plan] = {}
-        self._plan: Plan | None = None
+        self._buckets: dict[tuple[Shape, ...], Bucket] = {}
+        self._bucket: Bucket | None = None
         self._prepare(self._default_shapes())
 
     # -- planning ----------------------------------------------------------
@@ -100,10 +118,10 @@ class Session:
                 raise InvalidArgument(f"prepare_shapes: unknown input '{name}' (inputs: {self._input_names()})")
         self._prepare({k: tuple(int(d) for d in v) for k, v in shapes.items()})
 
-    def _prepare(self, shapes: dict[str, Shape] | None) -> Plan:
+    def _prepare(self, shapes: dict[str, Shape] | None) -> Bucket:
         from vknn.compiler import compile_module, release_weights
         from vknn.frontend import import_model
-        from vknn.runtime.partition import assign_backends
+        from vknn.runtime.partition import assign_backends, make_segments
 
         module = import_model(self._proto, base_dir=self._base_dir, name=self._name)
         try:
@@ -113,32 +131,93 @@ class Session:
         finally:
             release_weights(module)
         plan = result.plan
-        assign_backends(plan, self.config)
+        device = pipelines = None
+        no_vulkan = None
+        if "vulkan" in self.config.backends:
+            from vknn.runtime.vulkan.context import shared_device
+
+            device, pipelines, no_vulkan = shared_device()
+        assign_backends(plan, self.config, device.caps if device else None, no_vulkan)
+        segments = make_segments(plan)
+        bucket = Bucket(plan, segments, {}, self._free_lists(plan, segments))
+        try:
+            for i, seg in enumerate(segments):
+                if seg.backend == "vulkan":
+                    bucket.executors[i] = self._executor(plan, seg, device, pipelines)
+        except BaseException:
+            bucket.close()
+            raise
         key = tuple(spec.shape for spec, _ in plan.inputs)
-        self._buckets[key] = plan
-        if self._plan is None:
-            self._plan = plan
-        return plan
+        old = self._buckets.get(key)
+        if old is not None:
+            old.close()
+        self._buckets[key] = bucket
+        if self._bucket is None:
+            self._bucket = bucket
+        return bucket
+
+    def _executor(self, plan: Plan, seg: Segment, device: Any, pipelines: Any) -> Any:
+        from vknn.runtime.partition import slot_specs
+        from vknn.runtime.vulkan.executor import VulkanExecutor
+
+        specs = slot_specs(plan)
+        used_constants = {
+            s: plan.constants[s] for step in seg.steps for s in step.inputs if s in plan.constants
+        }
+        return VulkanExecutor(
+            device,
+            seg.steps,
+            input_specs={s: specs[s] for s in seg.inputs},
+            outputs=seg.outputs,
+            constants=used_constants,
+            precision=self.config.precision,
+            profiling=self.config.profiling,
+            pipelines=pipelines,
+        )
+
+    @staticmethod
+    def _free_lists(plan: Plan, segments: list[Segment]) -> list[list[int]]:
+        keep = {s for _, s in plan.outputs} | set(plan.constants)
+        last: dict[int, int] = {}
+        for i, seg in enumerate(segments):
+            for step in seg.steps:
+                for s in (*step.inputs, *step.outputs):
+                    last[s] = i
+        free: list[list[int]] = [[] for _ in segments]
+        for s, i in last.items():
+            if s not in keep and s >= 0:
+                free[i].append(s)
+        return free
+
+    def close(self) -> None:
+        """Release device resources now (also done when the session is collected)."""
+        for b in self._buckets.values():
+            b.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
 
     def _input_names(self) -> str:
         return ", ".join(i.name for i in self.inputs)
 
     # -- running -----------------------------------------------------------
-    def _select_plan(self, inputs: dict[str, np.ndarray]) -> Plan:
-        assert self._plan is not None
+    def _select(self, inputs: dict[str, np.ndarray]) -> Bucket:
+        assert self._bucket is not None
         if len(self._buckets) == 1:
-            plan = self._plan  # the zero-lookup fast path
-            if all(inputs[spec.name].shape == spec.shape for spec, _ in plan.inputs):
-                return plan
-        key = tuple(tuple(inputs[spec.name].shape) for spec, _ in self._plan.inputs)
-        plan = self._buckets.get(key)
-        if plan is not None:
-            return plan
+            bucket = self._bucket  # the zero-lookup fast path
+            if all(inputs[spec.name].shape == spec.shape for spec, _ in bucket.plan.inputs):
+                return bucket
+        key = tuple(tuple(inputs[spec.name].shape) for spec, _ in self._bucket.plan.inputs)
+        found = self._buckets.get(key)
+        if found is not None:
+            return found
         raise InvalidArgument(self._shape_mismatch(inputs))
 
     def _shape_mismatch(self, inputs: dict[str, np.ndarray]) -> str:
-        plan = self._plan
-        assert plan is not None
+        plan = self.plan
         for spec, _ in plan.inputs:
             got = inputs[spec.name].shape
             if len(got) != len(spec.shape):
@@ -188,16 +267,27 @@ class Session:
     def run(
         self, inputs: dict[str, np.ndarray], output_names: list[str] | None = None
     ) -> dict[str, np.ndarray]:
-        from vknn.runtime.cpu.executor import run_plan
+        from vknn.runtime.cpu.executor import run_step
 
         feeds = self._validate(inputs)
-        plan = self._select_plan(feeds)
+        bucket = self._select(feeds)
+        plan = bucket.plan
         values: list[np.ndarray | None] = [None] * plan.num_slots
         for slot, array in plan.constants.items():
             values[slot] = array
         for spec, slot in plan.inputs:
             values[slot] = feeds[spec.name]
-        run_plan(plan, values)
+        for i, seg in enumerate(bucket.segments):
+            executor = bucket.executors.get(i)
+            if executor is not None:
+                outs = executor.run({s: values[s] for s in seg.inputs})
+                for s, v in outs.items():
+                    values[s] = v
+            else:
+                for step in seg.steps:
+                    run_step(step, values)
+            for s in bucket.free_after[i]:
+                values[s] = None
         wanted = output_names or [spec.name for spec, _ in plan.outputs]
         by_name = {spec.name: (spec, slot) for spec, slot in plan.outputs}
         result: dict[str, np.ndarray] = {}
@@ -213,8 +303,14 @@ class Session:
     # -- reports -----------------------------------------------------------
     @property
     def plan(self) -> Plan:
-        assert self._plan is not None
-        return self._plan
+        """The first bucket's plan."""
+        assert self._bucket is not None
+        return self._bucket.plan
+
+    @property
+    def segments(self) -> list[Segment]:
+        assert self._bucket is not None
+        return self._bucket.segments
 
     def node_backends(self) -> dict[str, str]:
         """ONNX node name -> the backend its ops run on (joined by '+' if split)."""

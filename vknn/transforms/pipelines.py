@@ -6,7 +6,22 @@ from __future__ import annotations
 
 PIPELINES: dict[str, list[str]] = {
     "import": ["infer-shapes", "const-fold"],
-    "standard": ["infer-shapes", "const-fold", "convert-onnx-to-vx"],
+    "lower": ["dequantize", "infer-shapes", "const-fold", "convert-onnx-to-vx"],
+    "standard": [
+        "dequantize",
+        "infer-shapes",
+        "const-fold",
+        "convert-onnx-to-vx",
+        "fold-batchnorm",
+        "lower-batchnorm",
+        "subpixel-conv-transpose",
+        "lower-conv",
+        "dce",
+        "fuse-pointwise",
+        "assign-layouts",
+        "dce",
+        "prune-initializers",
+    ],
 }
 
 

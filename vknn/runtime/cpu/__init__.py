@@ -6,5 +6,14 @@ from vknn.runtime.cpu.registry import KERNELS, has_kernel, kernel_for, register
 
 # Kernel families register themselves on import.
 from vknn.runtime.cpu import onnx_reference  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import conv  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import matmul  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import normalization  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import pool  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import elementwise  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import reduce  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import shape_ops  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import resize  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import quant  # noqa: E402,F401  isort: skip
 
 __all__ = ["KERNELS", "has_kernel", "kernel_for", "register"]
