@@ -28,6 +28,15 @@ def _backends(device: str) -> tuple[str, ...]:
     return _DEVICES[key]
 
 
+def _as_array(value: Any) -> Any:
+    """ONNX test data may come as TensorProtos; the session takes numpy arrays."""
+    if isinstance(value, onnx.TensorProto):
+        from onnx import numpy_helper
+
+        return numpy_helper.to_array(value)
+    return value
+
+
 class VknnBackendRep(BackendRep):
     def __init__(self, session: Session):
         self.session = session
@@ -35,12 +44,12 @@ class VknnBackendRep(BackendRep):
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
         sess = self.session
         if isinstance(inputs, dict):
-            feeds = dict(inputs)
+            feeds = {k: _as_array(v) for k, v in inputs.items()}
         else:
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
             names = [i.name for i in sess.inputs]
-            feeds = dict(zip(names, inputs, strict=False))
+            feeds = {n: _as_array(v) for n, v in zip(names, inputs, strict=False)}
         feeds = sess._validate(feeds)
         key = tuple(feeds[spec.name].shape for spec, _ in sess.plan.inputs)
         if key not in sess._buckets:

@@ -13,9 +13,17 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto
-from onnx import numpy_helper
+from onnx import (
+    AttributeProto,
+    GraphProto,
+    ModelProto,
+    NodeProto,
+    TensorProto,
+    ValueInfoProto,
+    numpy_helper,
+)
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
@@ -42,7 +50,12 @@ from vknn.dialects.onnx import (
     op_class,
 )
 from vknn.errors import ModelLoadError, Unsupported
-from vknn.frontend.loader import default_opset, external_tensor_loader, load_model_bytes, load_model_file
+from vknn.frontend.loader import (
+    default_opset,
+    external_tensor_loader,
+    load_model_bytes,
+    load_model_file,
+)
 from vknn.ir.constants import INLINE_LIMIT, dense_attr
 from vknn.ir.types import element_from_onnx
 from vknn.ir.weights import WEIGHTS
@@ -78,7 +91,7 @@ def _tensor_type(vi_type: onnx.TypeProto, where: str) -> Attribute:
     elem = element_from_onnx(tt.elem_type, where)
     if not tt.HasField("shape"):
         return UnrankedTensorType(elem)
-    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+    dims = [d.dim_value if d.HasField("dim_value") else DYNAMIC_INDEX for d in tt.shape.dim]
     return TensorType(elem, dims)
 
 

@@ -32,6 +32,13 @@ def collect_cases(pattern: str = ""):  # type: ignore[no-untyped-def]
     return [c for c in cases if pattern in c.name]
 
 
+def _as_array(value):  # type: ignore[no-untyped-def]
+    import onnx
+    from onnx import numpy_helper
+
+    return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else value
+
+
 def run_case(case, device: str) -> CaseResult:  # type: ignore[no-untyped-def]
     import numpy as np
     from onnx.backend.test.runner import Runner
@@ -43,15 +50,33 @@ def run_case(case, device: str) -> CaseResult:  # type: ignore[no-untyped-def]
         for inputs, ref_outputs in case.data_sets:
             with np.errstate(all="ignore"):
                 outputs = rep.run(list(inputs))
-            Runner.assert_similar_outputs(list(ref_outputs), list(outputs), case.rtol, case.atol)
+            refs = [_as_array(r) for r in ref_outputs]
+            Runner.assert_similar_outputs(refs, list(outputs), case.rtol, case.atol)
     except Exception as e:  # each failure is data for the report, not a crash
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         return CaseResult(case.name, False, f"{type(e).__name__}: {first}"[:300])
     return CaseResult(case.name, True)
 
 
-def run_suite(device: str = "CPU", pattern: str = "") -> list[CaseResult]:
-    return [run_case(c, device) for c in collect_cases(pattern)]
+_CASES: list = []  # set before forking workers, so they share it
+
+
+def _run_index(args: tuple[int, str]) -> CaseResult:
+    index, device = args
+    return run_case(_CASES[index], device)
+
+
+def run_suite(device: str = "CPU", pattern: str = "", jobs: int = 1) -> list[CaseResult]:
+    """Run every matching case; `jobs` > 1 forks that many workers."""
+    global _CASES
+    _CASES = collect_cases(pattern)
+    work = [(i, device) for i in range(len(_CASES))]
+    if jobs <= 1:
+        return [_run_index(w) for w in work]
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=200) as pool:
+        return list(pool.imap(_run_index, work, chunksize=8))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--filter", default="")
     p.add_argument("--json", help="write per-case results here")
     p.add_argument("--failures", action="store_true", help="print every failure")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    results = run_suite(args.device, args.filter)
+    results = run_suite(args.device, args.filter, args.jobs)
     passed = sum(r.passed for r in results)
     if args.failures:
         for r in results:

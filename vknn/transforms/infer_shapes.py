@@ -20,6 +20,7 @@ import onnx
 from onnx import helper, numpy_helper
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
@@ -199,19 +200,36 @@ def refine_types(func: FuncOp) -> int:
         if new_type is None or new_type == value.type:
             continue
         old_static = static_shape(value.type)
-        if old_static is not None and static_shape(new_type) != old_static:
-            owner = value.owner
-            node = owner.attributes.get(NAME_ATTR) if hasattr(owner, "attributes") else None
-            raise ShapeInferenceError(
-                f"node '{node.data if isinstance(node, StringAttr) else '?'}' ({owner.name}): "
-                f"declared result shape {list(old_static)} but inference gives {list(static_shape(new_type) or [])}"
-            )
-        if static_shape(new_type) is None and isinstance(value.type, TensorType):
-            continue  # never replace a ranked type by a vaguer one
+        new_static = static_shape(new_type)
+        if old_static is not None:
+            if new_static is not None and new_static != old_static:
+                owner = value.owner
+                node = owner.attributes.get(NAME_ATTR) if hasattr(owner, "attributes") else None
+                raise ShapeInferenceError(
+                    f"node '{node.data if isinstance(node, StringAttr) else '?'}' ({owner.name}): "
+                    f"declared result shape {list(old_static)} but inference gives {list(new_static)}"
+                )
+            continue  # a known static shape beats a vaguer inferred one
+        if not _more_precise(new_type, value.type):
+            continue
         Rewriter.replace_value_with_new_type(value, new_type)
         changed += 1
     _sync_signature(func)
     return changed
+
+
+def _known_dims(t: Attribute) -> int:
+    if isinstance(t, TensorType):
+        return 1 + sum(d >= 0 for d in t.get_shape())
+    return 0
+
+
+def _more_precise(new: Attribute, old: Attribute) -> bool:
+    """Replace a type only by one that knows more (rank, then more static dims)."""
+    if isinstance(old, TensorType) and isinstance(new, TensorType):
+        if len(old.get_shape()) != len(new.get_shape()):
+            return False
+    return _known_dims(new) > _known_dims(old)
 
 
 def _type_from_proto(tp: onnx.TypeProto, old: Attribute) -> Attribute | None:
@@ -226,7 +244,7 @@ def _type_from_proto(tp: onnx.TypeProto, old: Attribute) -> Attribute | None:
         return None
     if not tt.HasField("shape"):
         return UnrankedTensorType(elem) if isinstance(old, UnrankedTensorType) else None
-    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+    dims = [d.dim_value if d.HasField("dim_value") else DYNAMIC_INDEX for d in tt.shape.dim]
     return TensorType(elem, dims)
 
 

@@ -11,6 +11,15 @@ the compiler's version, so a warm run (and the test suite) never recompiles.
 Shader-side enums (`#define UNARY_RELU 1`) are read back from the source by
 `shader_enum`, so a kind's code is written once, in the shader.
 
+Generated variants: `register_variant(base, defines=..., generated=...)`
+names a variant of family `base` compiled with extra defines and with
+*virtual include files* (`generated`: file name -> GLSL text, found before
+`shaders/` on the include path; e.g. the `pw_body.glsl` that
+`pointwise_codegen` writes). The returned name, `"<base>@<hash>"`, is a
+content hash, so equal bodies share one name, one pipeline and one cache
+entry, and it goes wherever a family name goes (`PipelineKey.shader`,
+`compile_shader`). Registration is per process; the SPIR-V cache is on disk.
+
 This module must not touch a Vulkan device; it only produces bytes.
 """
 
@@ -24,6 +33,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 TARGET_ENV = "vulkan1.1"
@@ -91,22 +102,68 @@ def compiler_version() -> str:
     return out.stdout.strip()
 
 
-def _sources(path: Path, seen: dict[Path, str]) -> None:
-    """`path` and everything it includes (transitively), by content."""
-    if path in seen:
+@dataclass(frozen=True)
+class GeneratedVariant:
+    """A family compiled with extra defines and virtual include files."""
+
+    base: str
+    defines: tuple[tuple[str, str], ...]
+    generated: tuple[tuple[str, str], ...]
+    """(include file name, GLSL text), shadowing `shaders/` files of that name."""
+
+
+_GENERATED: dict[str, GeneratedVariant] = {}
+
+
+def register_variant(
+    base: str,
+    defines: Mapping[str, str] | None = None,
+    generated: Mapping[str, str] | None = None,
+) -> str:
+    """The shader name of family `base` with `defines` and virtual includes
+    `generated`, registered for `compile_shader` (idempotent: the name is a
+    hash of the content)."""
+    if not (shader_dir() / f"{base}.comp").exists():
+        raise ShaderError(f"no shader family {base!r} in {shader_dir()}")
+    var = GeneratedVariant(
+        base, tuple(sorted((defines or {}).items())), tuple(sorted((generated or {}).items()))
+    )
+    h = hashlib.sha256(repr(var).encode()).hexdigest()[:16]
+    name = f"{base}@{h}"
+    _GENERATED[name] = var
+    return name
+
+
+def _split(name: str) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(family, extra defines, virtual includes) of a plain or registered name."""
+    if "@" not in name:
+        return name, {}, {}
+    var = _GENERATED.get(name)
+    if var is None:
+        raise ShaderError(f"shader variant {name!r} was not registered in this process")
+    return var.base, dict(var.defines), dict(var.generated)
+
+
+def _sources_virtual(name: str, generated: Mapping[str, str], seen: dict[str, str]) -> None:
+    """Include file `name` and everything it includes (transitively), by
+    content; a name in `generated` resolves to its text (includes are flat
+    file names, as in every VKNN shader)."""
+    if name in seen:
         return
-    text = path.read_text()
-    seen[path] = text
+    text = generated[name] if name in generated else (shader_dir() / name).read_text()
+    seen[name] = text
     for inc in _INCLUDE.findall(text):
-        _sources(path.parent / inc, seen)
+        _sources_virtual(inc, generated, seen)
 
 
 def cache_key(name: str, defines: dict[str, str]) -> str:
-    files: dict[Path, str] = {}
-    _sources(shader_dir() / f"{name}.comp", files)
+    base, extra, generated = _split(name)
+    files: dict[str, str] = {}
+    _sources_virtual(f"{base}.comp", generated, files)
+    defines = {**defines, **extra}
     h = hashlib.sha256()
     for path in sorted(files):
-        h.update(path.name.encode() + b"\0" + files[path].encode() + b"\0")
+        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
     for k in sorted(defines):
         h.update(f"-D{k}={defines[k]}\0".encode())
     h.update(f"{TARGET_ENV}\0{compiler_version()}".encode())
@@ -134,20 +191,28 @@ def compile_shader(name: str, variant: str = "fp32") -> bytes:
 
 @functools.cache
 def _compile(name: str, variant: str) -> bytes:
-    defines = VARIANTS[variant]
-    key = cache_key(name, defines)
-    cached = cache_dir() / f"{name}.{variant}.{key}.spv"
+    base, extra, generated = _split(name)
+    defines = {**VARIANTS[variant], **extra}
+    key = cache_key(name, VARIANTS[variant])
+    cached = cache_dir() / f"{base}.{variant}.{key}.spv"
     if cached.exists():
         return cached.read_bytes()
-    src = shader_dir() / f"{name}.comp"
+    src = shader_dir() / f"{base}.comp"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.spv"
-        cmd = [glslang(), "-V", "--target-env", TARGET_ENV, f"-I{src.parent}", "-o", str(out)]
+        gen_dir = Path(tmp) / "gen"
+        gen_dir.mkdir()
+        for fname, text in generated.items():
+            (gen_dir / fname).write_text(text)
+        # Virtual includes first: they shadow any file of the same name.
+        cmd = [glslang(), "-V", "--target-env", TARGET_ENV, f"-I{gen_dir}", f"-I{src.parent}"]
+        cmd += ["-o", str(out)]
         cmd += [f"-D{k}={v}" for k, v in sorted(defines.items())]
         res = subprocess.run([*cmd, str(src)], capture_output=True, text=True)
         if res.returncode != 0:
+            gen = "".join(f"\n--- {f} ---\n{t}" for f, t in generated.items())
             raise ShaderError(
-                f"{name}.comp ({variant}) does not compile:\n{res.stdout}{res.stderr}"
+                f"{base}.comp ({variant}, {name}) does not compile:\n{res.stdout}{res.stderr}{gen}"
             )
         spirv = out.read_bytes()
     validate(spirv, f"{name}.comp ({variant})")
