@@ -56,8 +56,8 @@ from vknn.frontend.loader import (
     load_model_bytes,
     load_model_file,
 )
-from vknn.ir.constants import INLINE_LIMIT, dense_attr
-from vknn.ir.types import element_from_onnx
+from vknn.ir.constants import INLINE_DTYPES, INLINE_LIMIT, dense_attr
+from vknn.ir.types import element_from_onnx, numpy_dtype
 from vknn.ir.weights import WEIGHTS
 
 DIM_PARAMS_ATTR = "onnx.dim_params"
@@ -172,7 +172,7 @@ class _Importer:
         else:
             loader = self._inline_loader(tensor, where)
         count = int(np.prod(shape)) if shape else 1
-        if count <= INLINE_LIMIT and elem != _BF16:
+        if count <= INLINE_LIMIT and numpy_dtype(elem).name in INLINE_DTYPES:
             return dense_attr(loader(), typ)
         from xdsl.dialects.builtin import DenseResourceAttr
 
@@ -345,7 +345,6 @@ def _free_names(graph: GraphProto) -> list[str]:
     return free
 
 
-_BF16 = element_from_onnx(TensorProto.BFLOAT16)
 
 
 def _ssa_name(name: str) -> str | None:

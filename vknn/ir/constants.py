@@ -27,6 +27,12 @@ INLINE_LIMIT = 16
 
 ConstantAttr = DenseIntOrFPElementsAttr | DenseResourceAttr
 
+INLINE_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64",
+}
+"""dtypes xDSL's `dense<...>` can print; others (bfloat16, float8, int4) stay resources."""
+
 
 def _builtin_blob(handle: str) -> bytes | None:
     """A blob given in the IR text's `{-# dialect_resources #-}` section."""
@@ -83,7 +89,7 @@ def from_numpy(array: np.ndarray, name: str = "cst") -> ConstantAttr:
     array = np.asarray(array)
     elem = element_from_numpy(array.dtype)
     typ = TensorType(elem, array.shape)
-    if array.size <= INLINE_LIMIT and array.dtype.name != "bfloat16":
+    if array.size <= INLINE_LIMIT and array.dtype.kind in "biuf" and array.dtype.itemsize >= 1 and array.dtype.name in INLINE_DTYPES:
         return dense_attr(array, typ)
     return DenseResourceAttr.from_params(WEIGHTS.add(name, array), typ)
 

@@ -10,6 +10,12 @@ from onnx import TensorProto
 from xdsl.dialects.builtin import (
     AnyFloat,
     BFloat16Type,
+    Float4E2M1FNType,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
+    Float8E5M2Type,
+    Float8E8M0FNUType,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -43,7 +49,25 @@ ONNX_TO_ELEMENT: dict[int, Attribute] = {
     TensorProto.UINT16: IntegerType(16, _U),
     TensorProto.UINT32: IntegerType(32, _U),
     TensorProto.UINT64: IntegerType(64, _U),
+    # Narrow types: imported and run (through onnx.reference), never lowered to vx.
+    TensorProto.FLOAT8E4M3FN: Float8E4M3FNType(),
+    TensorProto.FLOAT8E4M3FNUZ: Float8E4M3FNUZType(),
+    TensorProto.FLOAT8E5M2: Float8E5M2Type(),
+    TensorProto.FLOAT8E5M2FNUZ: Float8E5M2FNUZType(),
+    TensorProto.FLOAT8E8M0: Float8E8M0FNUType(),
+    TensorProto.FLOAT4E2M1: Float4E2M1FNType(),
+    TensorProto.INT4: IntegerType(4),
+    TensorProto.UINT4: IntegerType(4, _U),
+    TensorProto.INT2: IntegerType(2),
+    TensorProto.UINT2: IntegerType(2, _U),
 }
+
+NARROW_ONNX_TYPES = frozenset({
+    TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
+    TensorProto.FLOAT8E5M2FNUZ, TensorProto.FLOAT8E8M0, TensorProto.FLOAT4E2M1,
+    TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2, TensorProto.UINT2,
+})
+"""Element types with no vx kernels: ops touching them stay `onnx.*`."""
 
 ELEMENT_TO_ONNX: dict[Attribute, int] = {v: k for k, v in ONNX_TO_ELEMENT.items()}
 
@@ -62,6 +86,16 @@ ONNX_TYPE_STR: dict[int, str] = {
     TensorProto.UINT16: "uint16",
     TensorProto.UINT32: "uint32",
     TensorProto.UINT64: "uint64",
+    TensorProto.FLOAT8E4M3FN: "float8e4m3fn",
+    TensorProto.FLOAT8E4M3FNUZ: "float8e4m3fnuz",
+    TensorProto.FLOAT8E5M2: "float8e5m2",
+    TensorProto.FLOAT8E5M2FNUZ: "float8e5m2fnuz",
+    TensorProto.FLOAT8E8M0: "float8e8m0",
+    TensorProto.FLOAT4E2M1: "float4e2m1",
+    TensorProto.INT4: "int4",
+    TensorProto.UINT4: "uint4",
+    TensorProto.INT2: "int2",
+    TensorProto.UINT2: "uint2",
 }
 
 
@@ -81,8 +115,18 @@ def onnx_from_element(t: Attribute) -> int:
         raise Unsupported(f"element type {t} has no ONNX equivalent") from None
 
 
+def is_narrow(t: Attribute) -> bool:
+    """An element type only the onnx.reference path handles (float8, int4, ...)."""
+    return ELEMENT_TO_ONNX.get(t) in NARROW_ONNX_TYPES
+
+
 def numpy_dtype(t: Attribute) -> np.dtype:
     """The numpy dtype that holds values of element type `t`."""
+    code = ELEMENT_TO_ONNX.get(t)
+    if code in NARROW_ONNX_TYPES:
+        from onnx.helper import tensor_dtype_to_np_dtype
+
+        return np.dtype(tensor_dtype_to_np_dtype(code))
     if isinstance(t, Float32Type):
         return np.dtype(np.float32)
     if isinstance(t, Float16Type):

@@ -73,7 +73,40 @@ def _compile(args: argparse.Namespace) -> int:
     left = sorted(k for k in after if k.startswith("onnx.") and k != "onnx.Constant")
     if left:
         print(f"not lowered to vx (will run on the CPU): {', '.join(left)}")
+    if args.support_report:
+        _write_support_report(module, args)
     return 0
+
+
+def _write_support_report(module, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+    """Gate every op exactly as the runtime would, on the device found or on
+    the capabilities named by --caps, and write the JSON report."""
+    import json
+
+    from vknn.ir.to_plan import module_to_plan
+    from vknn.runtime.config import Config
+    from vknn.runtime.partition import assign_backends
+    from vknn.runtime.support import support_report
+
+    config = Config(disable_vk_ops=args.disable_vk_ops)
+    caps, why = None, None
+    if args.caps == "device":
+        from vknn.runtime.vulkan.context import shared_device
+
+        device, _, why = shared_device()
+        caps = device.caps if device is not None else None
+    else:
+        from vknn.runtime.vulkan.caps import DeviceCaps
+
+        caps = DeviceCaps.lavapipe_like() if args.caps == "lavapipe" else DeviceCaps.h200_like()
+    plan = module_to_plan(module)
+    assign_backends(plan, config, caps, why)
+    report = support_report(plan)
+    args.support_report.write_text(json.dumps(report, indent=1) + "\n")
+    s = report["summary"]
+    on = caps.name if caps is not None else f"no device ({why})"
+    print(f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan, {s.get('cpu', 0)} on the CPU "
+          f"(gates of {on}) -> {args.support_report}")
 
 
 def _parse_shapes(spec: str) -> dict[str, tuple[int, ...]]:
@@ -184,6 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dims", default="", help="symbolic dims, batch=1,seq=128")
     c.add_argument("--emit", type=Path, help="write the resulting IR to this file")
     c.add_argument("--print-ir", action="store_true", help="print the resulting IR")
+    c.add_argument("--support-report", type=Path, help="write which backend runs each node (JSON)")
+    c.add_argument(
+        "--caps", choices=("device", "lavapipe", "h200"), default="device",
+        help="device capabilities the gates judge by (default: the Vulkan device found)",
+    )
+    c.add_argument("--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"')
     c.set_defaults(func=_compile)
     r = sub.add_parser("run", help="run a model (random inputs unless given)")
     r.add_argument("model", type=Path)

@@ -56,7 +56,7 @@ from vknn.dialects import vx
 from vknn.dialects.onnx import NAME_ATTR, CustomOp, NoValueOp, OnnxOp, module_opset
 from vknn.errors import Unsupported
 from vknn.ir.constants import from_numpy, to_numpy
-from vknn.ir.types import numpy_dtype, static_shape
+from vknn.ir.types import is_narrow, numpy_dtype, static_shape
 
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -1068,6 +1068,8 @@ def lower_op(op: OnnxOp) -> tuple[list[Operation], list[SSAValue | None]] | str:
     fn = LOWERINGS.get(op.OP_TYPE)
     if fn is None:
         return "no lowering"
+    if any(is_narrow(getattr(v.type, "element_type", None)) for v in (*op.operands, *op.results)):
+        return "narrow element type (float8/int4/...): no vx kernels"
     if (why := _why_not_static(op)) is not None:
         return why
     lo = Lowering(op)

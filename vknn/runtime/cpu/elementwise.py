@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
 
@@ -605,5 +606,5 @@ def fused_pointwise_kernel(step: Step, inputs: list[Array | None]) -> list[Array
     for value, spec in zip(results, step.out_specs, strict=True):
         # A body that ignores some inputs still yields the broadcast shape.
         full = np.broadcast_to(_to(value, spec.np_dtype), spec.shape)
-        out.append(np.ascontiguousarray(full))
+        out.append(contiguous(full))
     return out

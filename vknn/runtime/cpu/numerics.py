@@ -66,3 +66,8 @@ def strided_windows(
         *(slice(None, None, d) for d in dilations),
     )
     return view[pick]
+
+
+def contiguous(x: np.ndarray) -> np.ndarray:
+    """A C-contiguous array; unlike np.ascontiguousarray, a 0-d array stays 0-d."""
+    return np.asarray(x, order="C")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
 
@@ -132,4 +133,4 @@ def reduce_kernel(step: Step, inputs: list[Array | None]) -> list[Array]:
         bool(a.get("select_last_index", False)),
     )
     spec = step.out_specs[0]
-    return [np.ascontiguousarray(_cast_result(y, spec.np_dtype)).reshape(spec.shape)]
+    return [contiguous(_cast_result(y, spec.np_dtype)).reshape(spec.shape)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
 
@@ -158,4 +159,4 @@ def resize_kernel(step: Step, inputs: list[Array | None]) -> list[Array]:
     )
     if spec.np_dtype.kind in "iu" and y.dtype.kind == "f":
         y = np.rint(y)
-    return [np.ascontiguousarray(y.astype(spec.np_dtype, copy=False))]
+    return [contiguous(y.astype(spec.np_dtype, copy=False))]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
 
@@ -42,7 +43,7 @@ def convert_layout_kernel(step: Step, inputs: list[Array | None]) -> list[Array]
 @register("vx.transpose")
 def transpose_kernel(step: Step, inputs: list[Array | None]) -> list[Array]:
     perm = tuple(int(p) for p in step.attrs["perm"])
-    return [np.ascontiguousarray(np.transpose(_only(inputs), perm))]
+    return [contiguous(np.transpose(_only(inputs), perm))]
 
 
 @register("vx.concat")
@@ -60,7 +61,7 @@ def slice_kernel(step: Step, inputs: list[Array | None]) -> list[Array]:
         slice(int(s), None if (st < 0 and e < 0) else int(e), int(st))
         for s, e, st in zip(a["starts"], a["ends"], a["steps"], strict=True)
     )
-    return [np.ascontiguousarray(_only(inputs)[index])]
+    return [contiguous(_only(inputs)[index])]
 
 
 @register("vx.gather")
@@ -79,7 +80,7 @@ def gather_kernel(step: Step, inputs: list[Array | None]) -> list[Array]:
 
 @register("vx.expand")
 def expand_kernel(step: Step, inputs: list[Array | None]) -> list[Array]:
-    return [np.ascontiguousarray(np.broadcast_to(_only(inputs), step.out_specs[0].shape))]
+    return [contiguous(np.broadcast_to(_only(inputs), step.out_specs[0].shape))]
 
 
 _NP_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
@@ -95,7 +96,7 @@ def pad(x: Array, pads: tuple[int, ...], mode: str, value: float = 0.0) -> Array
     x = x[crop]
     width = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends, strict=True)]
     if not any(b or e for b, e in width):
-        return np.ascontiguousarray(x)
+        return contiguous(x)
     if mode == "constant":
         fill = np.asarray(value).astype(x.dtype)
         return np.pad(x, width, mode="constant", constant_values=fill)

@@ -150,7 +150,15 @@ def _sources_virtual(name: str, generated: Mapping[str, str], seen: dict[str, st
     file names, as in every VKNN shader)."""
     if name in seen:
         return
-    text = generated[name] if name in generated else (shader_dir() / name).read_text()
+    path = shader_dir() / name
+    if name in generated:
+        text = generated[name]
+    elif path.exists():
+        text = path.read_text()
+    else:
+        # Only reachable under an inactive #ifdef (a generated include of a
+        # plain build); glslang reports it if it is really included.
+        text = ""
     seen[name] = text
     for inc in _INCLUDE.findall(text):
         _sources_virtual(inc, generated, seen)

@@ -16,6 +16,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.commands import Binding, Dispatch
@@ -54,6 +56,9 @@ class RecordContext:
     variant: str
     """Shader variant: "fp32" or "fp16" (storage)."""
     op_index: int = 0
+    upload: Callable[[np.ndarray], TensorRef] | None = None
+    """Puts a host array (raw words: a table a kernel computes from the step's
+    attributes) into a device buffer the executor owns for its lifetime."""
 
     def pipeline(
         self,
@@ -76,6 +81,9 @@ class KernelSpec:
     op: str
     gate: Gate
     record: Recorder
+    aliases: bool = False
+    """The op's output is its first input's memory reinterpreted (reshape):
+    the executor gives it no storage of its own and records nothing."""
 
 
 KERNELS: dict[str, KernelSpec] = {}
@@ -93,7 +101,25 @@ def gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None)
     spec = KERNELS.get(step.op)
     if spec is None:
         return f"{step.kind}: no Vulkan kernel for {step.op} yet"
+    if not spec.aliases:
+        # A binding covers one tensor, so no kernel can address a tensor past
+        # the device's range (VGG-19's fc6 weight is 411 MB; lavapipe binds
+        # 128 MiB): refuse here, once for every family, so it runs on the CPU.
+        for t in [*(in_specs or ()), *step.out_specs]:
+            n = 4 * max(1, _numel(t.shape))
+            if n > caps.max_storage_buffer_range:
+                return (
+                    f"{step.kind}: tensor '{t.name}' {list(t.shape)} needs {n} bytes, past "
+                    f"the device's maxStorageBufferRange ({caps.max_storage_buffer_range})"
+                )
     return spec.gate(step, caps, in_specs)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 # -- helpers shared by flat kernels -----------------------------------------
@@ -135,3 +161,13 @@ def pack_u32(*values: int) -> bytes:
 
 # Registration: importing the families fills KERNELS.
 from vknn.runtime.vulkan.kernels import elementwise as _elementwise  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import cast_select as _cast_select  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import data_movement as _data_movement  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import quant as _quant  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import resize as _resize  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import conv as _conv  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import pool as _pool  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import fused_pointwise as _fused_pointwise  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import matmul as _matmul  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import normalization as _normalization  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import reduce as _reduce  # noqa: E402, F401

@@ -6,6 +6,9 @@ folded by the driver); shapes are push constants, so every shape of a kind
 shares one pipeline. Binary broadcasting is collapsed on the host
 (`collapse_broadcast`) to at most 6 dims of per-operand strides; the
 collapsed rank is a specialization constant (0 = no broadcast, the fast path).
+Integer and bool tensors, comparisons, logical ops and `not` go to the
+integer kernel in `cast_select.py` (`takes_intop` decides, in the gate and
+the recorder alike).
 
 This module must not import xDSL, numpy kernels or touch a device directly.
 """
@@ -28,6 +31,7 @@ from vknn.runtime.vulkan.kernels import (
     pack_u32,
     register,
 )
+from vknn.runtime.vulkan.kernels import cast_select as intops
 from vknn.runtime.vulkan.shaders import shader_enum
 
 MAX_RANK = 6
@@ -35,7 +39,6 @@ UNARY_REFUSED = {
     "sin": "Vulkan bounds sin's error only to 2^-11 absolute; stays on the CPU",
     "cos": "Vulkan bounds cos's error only to 2^-11 absolute; stays on the CPU",
     "tan": "Vulkan bounds tan's error only loosely; stays on the CPU",
-    "not": "boolean tensors are not stored on the GPU yet",
 }
 
 
@@ -86,6 +89,10 @@ def _check_inputs(step: Step, in_specs: list[TensorSpec] | None, count: int) -> 
     return None
 
 
+def _spec(t: TensorArg) -> TensorSpec:
+    return TensorSpec("", t.shape, t.dtype)
+
+
 # -- vx.unary ---------------------------------------------------------------
 
 _UNARY_PUSH = struct.Struct("<IIff")
@@ -94,6 +101,8 @@ _UNARY_PUSH = struct.Struct("<IIff")
 def gate_unary(
     step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None
 ) -> str | None:
+    if intops.takes_intop(step, in_specs):
+        return intops.gate_intop(step, caps, in_specs)
     why = _common_gate(step, caps, unary_kinds(), UNARY_REFUSED)
     return why or _check_inputs(step, in_specs, 1)
 
@@ -112,6 +121,8 @@ def _unary_params(step: Step) -> tuple[float, float]:
 def record_unary(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
+    if intops.takes_intop(step, [_spec(t) for t in ins]):
+        return intops.record_intop(step, ctx, ins, outs)
     x, y = ins[0], outs[0]
     ls = local_size(ctx.caps)
     pipe = ctx.pipeline("unary", ((1, unary_kinds()[step.attrs["kind"]]),), 2, _UNARY_PUSH.size, ls)
@@ -179,6 +190,8 @@ def collapse_broadcast(
 def gate_binary(
     step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None
 ) -> str | None:
+    if intops.takes_intop(step, in_specs):
+        return intops.gate_intop(step, caps, in_specs)
     why = _common_gate(step, caps, binary_kinds(), {})
     if why:
         return why
@@ -204,6 +217,8 @@ def gate_binary(
 def record_binary(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
+    if intops.takes_intop(step, [_spec(t) for t in ins]):
+        return intops.record_intop(step, ctx, ins, outs)
     a, b, c = ins[0], ins[1], outs[0]
     dims, sa, sb = collapse_broadcast(c.shape, a.shape, b.shape)
     if len(dims) > MAX_RANK:
