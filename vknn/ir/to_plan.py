@@ -191,7 +191,9 @@ def module_to_plan(module: ModuleOp) -> Plan:
     outputs: list[tuple[TensorSpec, int]] = []
     for op in func.body.block.ops:
         if op.name in _CONSTANT_OPS:
-            value = op.properties.get("value") or op.attributes.get("value")
+            value = op.properties.get("value")
+            if value is None:
+                value = op.attributes.get("value")
             assert value is not None
             b.constants[b.new_slot(op.results[0])] = np.asarray(to_numpy(value))
         elif isinstance(op, NoValueOp):

@@ -48,7 +48,9 @@ def constant_value(v: SSAValue) -> np.ndarray | None:
     """The value of `v` if an `onnx.Constant` (or `vx.constant`) defines it."""
     owner = v.owner
     if isinstance(owner, Operation) and owner.name in ("onnx.Constant", "vx.constant"):
-        attr = owner.attributes.get("value") or owner.properties.get("value")
+        attr = owner.attributes.get("value")
+        if attr is None:
+            attr = owner.properties.get("value")
         if attr is not None:
             try:
                 return to_numpy(attr)

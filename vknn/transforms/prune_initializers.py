@@ -33,7 +33,8 @@ _CONSTANTS = ("onnx.Constant", "vx.constant")
 
 
 def _value_attr(op: Operation):
-    return op.properties.get("value") or op.attributes.get("value")
+    value = op.properties.get("value")
+    return value if value is not None else op.attributes.get("value")
 
 
 def _key(op: Operation, max_elements: int) -> tuple | None:

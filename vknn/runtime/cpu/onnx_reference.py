@@ -32,4 +32,15 @@ def run_onnx_node(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarra
     evaluator, names = _evaluator(step)
     present = [x for s, x in zip(step.inputs, inputs, strict=True) if s != NO_VALUE]
     feeds = dict(zip(names, present, strict=True))
-    return [np.asarray(o) if not isinstance(o, list) else o for o in evaluator.run(None, feeds)]
+    outs = []
+    for o, spec in zip(evaluator.run(None, feeds), step.out_specs, strict=False):
+        if isinstance(o, list):
+            outs.append(o)
+            continue
+        o = np.asarray(o)
+        # The reference implementation sometimes adds unit dims (scalar Loop
+        # scan outputs); the statically inferred shape is authoritative.
+        if spec.shape and all(d >= 0 for d in spec.shape) and o.shape != spec.shape and o.size == int(np.prod(spec.shape)):
+            o = o.reshape(spec.shape)
+        outs.append(o)
+    return outs
