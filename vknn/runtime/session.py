@@ -85,6 +85,17 @@ class Bucket:
         self.executors.clear()
 
 
+def _step_nodes(step: Any) -> list[str]:
+    """Every ONNX node a step computes: itself, fused members, its epilogue's."""
+    nodes = [step.node]
+    for key in ("vx.fused_names",):
+        nodes += [n for n in step.attrs.get(key, ()) if n not in nodes]
+    epi = step.attrs.get("vk.epilogue")
+    if isinstance(epi, dict):
+        nodes += [n for n in epi.get("nodes", ()) if n not in nodes]
+    return nodes
+
+
 class Session:
     def __init__(self, model: str | Path | ModelProto | bytes, config: Config | None = None):
         from vknn.frontend.loader import load_model_bytes, load_model_file
@@ -138,6 +149,13 @@ class Session:
 
             device, pipelines, no_vulkan = shared_device()
         assign_backends(plan, self.config, device.caps if device else None, no_vulkan)
+        if device is not None:
+            from vknn.runtime.partition import slot_specs
+            from vknn.runtime.vulkan.epilogues import attach_epilogues
+
+            # Fused pointwise epilogues ride their producer's store.
+            plan.steps = attach_epilogues(plan.steps, slot_specs(plan), device.caps)
+            plan.compute_last_use()
         segments = make_segments(plan)
         bucket = Bucket(plan, segments, {}, self._free_lists(plan, segments))
         try:
@@ -313,14 +331,16 @@ class Session:
         return self._bucket.segments
 
     def node_backends(self) -> dict[str, str]:
-        """ONNX node name -> the backend its ops run on (joined by '+' if split)."""
+        """ONNX node name -> the backend its ops run on (joined by '+' if split).
+        Nodes fused into one kernel (pointwise chains, epilogues) each appear."""
         out: dict[str, str] = {}
         for step in self.plan.steps:
-            prev = out.get(step.node)
-            if prev is None:
-                out[step.node] = step.backend
-            elif step.backend not in prev.split("+"):
-                out[step.node] = f"{prev}+{step.backend}"
+            for node in _step_nodes(step):
+                prev = out.get(node)
+                if prev is None:
+                    out[node] = step.backend
+                elif step.backend not in prev.split("+"):
+                    out[node] = f"{prev}+{step.backend}"
         return out
 
     def fallback_reasons(self) -> dict[str, str]:
