@@ -1,0 +1,144 @@
+// vx.conv as an implicit GEMM (NCHW, 1-D/2-D, any stride/dilation/pads,
+// grouped): per image n and group g,
+//     Y[g*Mg + m, p] = sum_k W[g*Mg + m, k] * im2col(X)[k, p]
+// with k = (ci, ky, kx) over Cg*KH*KW and p = (oy, ox). The weight as given
+// ([M, Cg, KH, KW] row-major) already is the GEMM's [M, K] matrix, so it is
+// used in place; the im2col matrix is never materialized: each tile of it is
+// gathered from X straight into shared memory.
+//
+// Tiling: a workgroup of TX*TY threads computes a (4*TY) x (4*TX) tile of
+// [output channels x pixels], each thread a 4x4 register block, stepping K
+// by BK through shared memory. Threads own strided rows/columns (ty + TY*i,
+// tx + TX*j) so shared-memory reads are conflict-free and the final stores
+// of a warp hit consecutive pixels. POINTWISE (1x1, stride 1, no pads)
+// specializes the gather to a plain strided copy.
+//
+// Specialization constants: 0 = workgroup size (TX*TY), 1 = TX, 2 = TY
+// (TX, TY <= 16, TY a multiple of 4), 3 = POINTWISE, 4 = HAS_BIAS.
+// Push constants: see Params. Dispatch: (ceil(P / (4*TX)), ceil(Mg / (4*TY)),
+// N * groups).
+// Bindings: 0 = x, 1 = w, 2 = bias (any buffer when HAS_BIAS is false),
+// 3 = y, 4.. = epilogue inputs (PW_EPI).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "precision.glsl"
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TX = 16;
+layout(constant_id = 2) const uint TY = 16;
+layout(constant_id = 3) const bool POINTWISE = false;
+layout(constant_id = 4) const bool HAS_BIAS = false;
+
+layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
+layout(std430, binding = 1) readonly buffer Wt { sfp w_data[]; };
+layout(std430, binding = 2) readonly buffer Bias { sfp b_data[]; };
+layout(std430, binding = 3) writeonly buffer Y { sfp y_data[]; };
+
+#include "pw_epilogue.glsl"
+
+layout(push_constant) uniform Params {
+    uint C, H, W;      // input channels (all groups), spatial size
+    uint M, OH, OW;    // output channels (all groups), spatial size
+    uint Cg, Mg, K;    // per group: input channels, output channels, Cg*KH*KW
+    uint KH, KW, groups;
+    uint SH, SW, DH, DW;
+    uint PH, PW;       // begin pads (end pads only bound the output size)
+} p;
+
+#define BK 16u
+#define TILE_MAX 64u
+// One float of padding per row keeps the column-wise stores of the A tile
+// free of bank conflicts (a row stride of 64 would put a warp in one bank).
+#define AS_STRIDE (TILE_MAX + 1u)
+shared afp As[BK * AS_STRIDE];
+shared afp Bs[BK * TILE_MAX];
+
+void main() {
+    const uint BM = 4u * TY;
+    const uint BN = 4u * TX;
+    const uint T = TX * TY;
+    uint lid = gl_LocalInvocationID.x;
+    uint tx = lid % TX;
+    uint ty = lid / TX;
+    uint P = p.OH * p.OW;
+    uint HW = p.H * p.W;
+    uint p0 = gl_WorkGroupID.x * BN;
+    uint m0 = gl_WorkGroupID.y * BM;
+    uint n = gl_WorkGroupID.z / p.groups;
+    uint g = gl_WorkGroupID.z % p.groups;
+    uint KHW = p.KH * p.KW;
+
+    // B-tile loads: T is a multiple of BN, so each thread always loads the
+    // same pixel column; its window origin is computed once.
+    uint b_col = lid % BN;
+    uint b_row0 = lid / BN;
+    uint pix = p0 + b_col;
+    bool pix_ok = pix < P;
+    uint oy = pix_ok ? pix / p.OW : 0u;
+    uint ox = pix_ok ? pix % p.OW : 0u;
+    int iy0 = int(oy * p.SH) - int(p.PH);
+    int ix0 = int(ox * p.SW) - int(p.PW);
+    uint x_base = (n * p.C + g * p.Cg) * HW;
+
+    // A-tile loads: likewise each thread always loads the same k column.
+    uint a_col = lid % BK;
+    uint a_row0 = lid / BK;
+    uint w_base = g * p.Mg * p.K;
+
+    afp acc[4][4];
+    for (uint i = 0u; i < 4u; ++i)
+        for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
+
+    for (uint k0 = 0u; k0 < p.K; k0 += BK) {
+        uint ka = k0 + a_col;
+        for (uint r = a_row0; r < BM; r += T / BK) {
+            uint m = m0 + r;
+            As[a_col * AS_STRIDE + r] = (m < p.Mg && ka < p.K) ? LOAD(w_data, w_base + m * p.K + ka) : 0.0;
+        }
+        for (uint r = b_row0; r < BK; r += T / BN) {
+            uint k = k0 + r;
+            afp v = 0.0;
+            if (pix_ok && k < p.K) {
+                if (POINTWISE) {
+                    v = LOAD(x_data, x_base + k * HW + pix);
+                } else {
+                    uint ci = k / KHW;
+                    uint rem = k - ci * KHW;
+                    uint ky = rem / p.KW;
+                    uint kx = rem - ky * p.KW;
+                    int iy = iy0 + int(ky * p.DH);
+                    int ix = ix0 + int(kx * p.DW);
+                    if (iy >= 0 && iy < int(p.H) && ix >= 0 && ix < int(p.W))
+                        v = LOAD(x_data, x_base + ci * HW + uint(iy) * p.W + uint(ix));
+                }
+            }
+            Bs[r * TILE_MAX + b_col] = v;
+        }
+        barrier();
+        for (uint kk = 0u; kk < BK; ++kk) {
+            afp a[4];
+            afp b[4];
+            for (uint i = 0u; i < 4u; ++i) a[i] = As[kk * AS_STRIDE + ty + TY * i];
+            for (uint j = 0u; j < 4u; ++j) b[j] = Bs[kk * TILE_MAX + tx + TX * j];
+            for (uint i = 0u; i < 4u; ++i)
+                for (uint j = 0u; j < 4u; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+        barrier();
+    }
+
+    for (uint i = 0u; i < 4u; ++i) {
+        uint m = m0 + ty + TY * i;
+        if (m >= p.Mg) continue;
+        uint oc = g * p.Mg + m;
+        afp bias = HAS_BIAS ? LOAD(b_data, oc) : 0.0;
+        uint nc = n * p.M + oc;
+        for (uint j = 0u; j < 4u; ++j) {
+            uint q = p0 + tx + TX * j;
+            if (q >= P) continue;
+            uint idx = nc * P + q;
+            afp v = PW_APPLY(acc[i][j] + bias, idx);
+            STORE(y_data, idx, v);
+        }
+    }
+}

@@ -1,0 +1,130 @@
+// vx.matmul / vx.gemm: Y[b] = alpha * A[b] @ B[b] (+ beta * C), tiled through
+// shared memory. A workgroup computes a BM x BN tile of one batch entry; each
+// invocation a TM x TN (4 x 4) register block of it, at rows ty + i*(BM/TM)
+// and columns tx + j*(BN/TN): strided blocks make the shared-memory reads of
+// neighbouring invocations hit neighbouring banks and the stores to Y
+// coalesce. K advances BK at a time; tiles are loaded cooperatively with
+// the invocation index running along whichever dim of A / B is contiguous
+// (A_KCONTIG / B_NCONTIG), so global reads coalesce for plain and
+// transposed operands alike.
+//
+// Operands are addressed by element strides (push constants), which covers
+// trans_a / trans_b and broadcast batch dims (stride 0) without copies.
+// Batch entry gl_WorkGroupID.z is decomposed over up to 3 collapsed batch
+// dims (bdims, innermost last).
+//
+// Specialization constants: 0 = workgroup size ((BM/4) * (BN/4)), 1 = BM,
+// 2 = BN, 3 = A_KCONTIG, 4 = B_NCONTIG, 5 = HAS_C.
+// Bindings: 0 = A, 1 = B, 2 = Y, 3 = C (bound to A when there is none),
+// then the epilogue's inputs (pw_epilogue.glsl: with PW_EPI, the generated
+// pw_body.glsl applied to each element before its store, at its row-major
+// index in Y).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// [[unroll]]: the TM x TN accumulators must stay registers (dynamic indexing
+// would put them in memory on compilers that do not unroll by themselves).
+#extension GL_EXT_control_flow_attributes : require
+#include "precision.glsl"
+#include "common.glsl"
+
+#define BK 16
+#define TM 4
+#define TN 4
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const int WG_SIZE = 256;
+layout(constant_id = 1) const int BM = 64;
+layout(constant_id = 2) const int BN = 64;
+layout(constant_id = 3) const bool A_KCONTIG = true;
+layout(constant_id = 4) const bool B_NCONTIG = true;
+layout(constant_id = 5) const bool HAS_C = false;
+
+layout(std430, binding = 0) readonly buffer A { sfp a_data[]; };
+layout(std430, binding = 1) readonly buffer B { sfp b_data[]; };
+layout(std430, binding = 2) writeonly buffer Y { sfp y_data[]; };
+layout(std430, binding = 3) readonly buffer C { sfp c_data[]; };
+
+#include "pw_epilogue.glsl"
+
+layout(push_constant) uniform Params {
+    uint M, N, K;
+    uint a_sm, a_sk;   // A(m, k) = a_data[a_base + m*a_sm + k*a_sk]
+    uint b_sk, b_sn;   // B(k, n) = b_data[b_base + k*b_sk + n*b_sn]
+    uint c_sm, c_sn;   // C(m, n) = c_data[m*c_sm + n*c_sn] (0 where it broadcasts)
+    uint bdims[3];
+    uint a_bs[3];
+    uint b_bs[3];
+    float alpha, beta;
+} p;
+
+shared float As[BK * BM];  // As[k * BM + m]
+shared float Bs[BK * BN];  // Bs[k * BN + n]
+
+void main() {
+    const uint RM = uint(BM / TM);  // invocations along M
+    const uint RN = uint(BN / TN);  // invocations along N
+    uint t = gl_LocalInvocationID.x;
+    uint tx = t % RN;
+    uint ty = t / RN;
+    uint m0 = gl_WorkGroupID.y * uint(BM);
+    uint n0 = gl_WorkGroupID.x * uint(BN);
+
+    uint batch = gl_WorkGroupID.z;
+    uint a_base = 0u, b_base = 0u;
+    uint rest = batch;
+    for (int d = 2; d >= 0; --d) {
+        uint c = rest % p.bdims[d];
+        rest /= p.bdims[d];
+        a_base += c * p.a_bs[d];
+        b_base += c * p.b_bs[d];
+    }
+
+    float acc[TM][TN];
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+    for (uint k0 = 0u; k0 < p.K; k0 += uint(BK)) {
+        // A tile: BM x BK elements, WG_SIZE at a time.
+        for (uint e = t; e < uint(BM * BK); e += uint(WG_SIZE)) {
+            uint mm, kk;
+            if (A_KCONTIG) { kk = e % uint(BK); mm = e / uint(BK); }
+            else { mm = e % uint(BM); kk = e / uint(BM); }
+            uint m = m0 + mm, k = k0 + kk;
+            As[kk * uint(BM) + mm] =
+                (m < p.M && k < p.K) ? LOAD(a_data, a_base + m * p.a_sm + k * p.a_sk) : 0.0;
+        }
+        // B tile: BK x BN elements.
+        for (uint e = t; e < uint(BN * BK); e += uint(WG_SIZE)) {
+            uint nn, kk;
+            if (B_NCONTIG) { nn = e % uint(BN); kk = e / uint(BN); }
+            else { kk = e % uint(BK); nn = e / uint(BK); }
+            uint n = n0 + nn, k = k0 + kk;
+            Bs[kk * uint(BN) + nn] =
+                (n < p.N && k < p.K) ? LOAD(b_data, b_base + k * p.b_sk + n * p.b_sn) : 0.0;
+        }
+        barrier();
+        [[unroll]] for (int kk = 0; kk < BK; ++kk) {
+            float av[TM];
+            float bv[TN];
+            [[unroll]] for (int i = 0; i < TM; ++i) av[i] = As[kk * BM + int(ty) + i * int(RM)];
+            [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + int(tx) + j * int(RN)];
+            [[unroll]] for (int i = 0; i < TM; ++i)
+                [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+        }
+        barrier();
+    }
+
+    uint y_base = batch * p.M * p.N;
+    [[unroll]] for (int i = 0; i < TM; ++i) {
+        uint m = m0 + ty + uint(i) * RM;
+        if (m >= p.M) continue;
+        [[unroll]] for (int j = 0; j < TN; ++j) {
+            uint n = n0 + tx + uint(j) * RN;
+            if (n >= p.N) continue;
+            float v = p.alpha * acc[i][j];
+            if (HAS_C) v += p.beta * LOAD(c_data, m * p.c_sm + n * p.c_sn);
+            uint idx = y_base + m * p.N + n;
+            STORE(y_data, idx, PW_APPLY(v, idx));
+        }
+    }
+}

@@ -1,0 +1,185 @@
+"""Kernel spec of `vx.reduce` (`shaders/reduce.comp`): every float ReduceKind
+over any sorted axes set, with or without keepdims. argmax/argmin are
+refused (their i64 result is not stored on the GPU yet).
+
+The host collapses the input into alternating kept / reduced dim groups
+(adjacent dims of one kind merge: they are contiguous in a row-major
+tensor), at most 4 of each. Long reductions (>= `WG_THRESHOLD` elements per
+output) give each output a workgroup; short ones give each output one
+invocation, so a reduction over a small axis of a large tensor keeps every
+lane busy.
+
+Also the home of two helpers the row kernels (softmax, layernorm) share:
+`row_dispatches` (one workgroup per row, split at maxComputeWorkGroupCount)
+and `reduction_shader` (the subgroup-arithmetic variant where the device
+has subgroups, shared-memory trees elsewhere).
+
+This module must not import xDSL or the CPU backend, nor touch a device.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Binding, Dispatch
+from vknn.runtime.vulkan.kernels import (
+    FLOAT_DTYPES,
+    KernelSpec,
+    RecordContext,
+    TensorArg,
+    flat_dispatches,
+    register,
+)
+from vknn.runtime.vulkan.pipeline import ComputePipeline
+from vknn.runtime.vulkan.shaders import register_variant, shader_enum
+
+MAX_GROUPS = 4
+WG_THRESHOLD = 64
+_PUSH = struct.Struct("<3I4I4I4I4I")
+
+
+def reduction_shader(name: str, caps: DeviceCaps) -> str:
+    """`name`, or its subgroup-arithmetic variant when the device has
+    subgroups of 4+ lanes (`caps.subgroup_arithmetic`, where caps has it,
+    confirms the arithmetic operations)."""
+    if caps.subgroup_size >= 4 and getattr(caps, "subgroup_arithmetic", True):
+        return register_variant(name, {"VKNN_SUBGROUP": "1"})
+    return name
+
+
+def row_size(caps: DeviceCaps, length: int, per_invocation: int = 1, want: int = 256) -> int:
+    """A power-of-two workgroup size for rows of `length` elements, about
+    `per_invocation` elements each, at least a subgroup (32 lanes floor)."""
+    limit = min(caps.max_compute_work_group_invocations, caps.max_compute_work_group_size[0], want)
+    cap = 1 << (limit.bit_length() - 1)
+    target = max(32, -(-length // per_invocation))
+    return min(1 << (target - 1).bit_length(), cap)
+
+
+def row_dispatches(
+    pipeline: ComputePipeline,
+    bindings: list[Binding],
+    rows: int,
+    push: Callable[[int], bytes],
+    caps: DeviceCaps,
+    op_index: int,
+    label: str,
+) -> list[Dispatch]:
+    """One workgroup per row, split where the row count passes
+    maxComputeWorkGroupCount[0]; `push(base)` packs each part's first row."""
+    max_groups = caps.max_compute_work_group_count[0]
+    out = []
+    first = 0
+    while first < max(rows, 1):
+        count = min(max_groups, rows - first)
+        out.append(Dispatch(pipeline, bindings, push(first), (count, 1, 1), op_index, label))
+        first += count
+    return out
+
+
+def reduce_kinds() -> dict[str, int]:
+    return shader_enum("reduce", "REDUCE")
+
+
+def collapse_reduction(
+    shape: tuple[int, ...], axes: tuple[int, ...]
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(kept dims, kept strides, reduced dims, reduced strides) of the fewest
+    groups, innermost last, size-1 dims dropped."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    groups: list[list[int]] = []  # [is_reduced, dim, stride]
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        red = int(d in axes)
+        if groups and groups[-1][0] == red and groups[-1][2] == strides[d] * n:
+            groups[-1][1] *= n
+            groups[-1][2] = strides[d]
+            continue
+        groups.append([red, n, strides[d]])
+    kd = [g[1] for g in groups if not g[0]]
+    ks = [g[2] for g in groups if not g[0]]
+    rd = [g[1] for g in groups if g[0]]
+    rs = [g[2] for g in groups if g[0]]
+    return kd, ks, rd, rs
+
+
+def gate_reduce(
+    step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None
+) -> str | None:
+    kind = step.attrs.get("kind")
+    if kind in ("argmax", "argmin"):
+        return f"{step.kind}: int64 index results are not stored on the GPU yet"
+    if kind not in reduce_kinds():
+        return f"{step.kind}: kind '{kind}' has no Vulkan shader yet"
+    out = step.out_specs[0]
+    specs = [out, *(in_specs or [])]
+    for s in specs:
+        if s.dtype not in FLOAT_DTYPES:
+            return f"{step.kind}: {s.dtype} tensors are not supported on Vulkan yet"
+    if in_specs is None:
+        return None
+    x = in_specs[0]
+    n = math.prod(x.shape)
+    if n == 0:
+        return f"{step.kind}: empty input"
+    if n >= 1 << 31 or 4 * n > caps.max_storage_buffer_range:
+        return f"{step.kind}: input exceeds 32-bit indexing or maxStorageBufferRange"
+    kd, _, rd, _ = collapse_reduction(tuple(x.shape), tuple(step.attrs["axes"]))
+    if len(kd) > MAX_GROUPS or len(rd) > MAX_GROUPS:
+        return (
+            f"{step.kind}: {len(kd)} kept / {len(rd)} reduced dim groups after collapsing "
+            f"(max {MAX_GROUPS} each)"
+        )
+    return None
+
+
+def record_reduce(
+    step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
+) -> list[Dispatch]:
+    x, y = ins[0], outs[0]
+    kd, ks, rd, rs = collapse_reduction(x.shape, tuple(step.attrs["axes"]))
+    count = math.prod(rd)
+    n_out = y.size
+    wg_per_out = count >= WG_THRESHOLD
+
+    def pad(v: list[int], fill: int) -> list[int]:
+        return [fill] * (MAX_GROUPS - len(v)) + v
+
+    tail = (*pad(kd, 1), *pad(ks, 0), *pad(rd, 1), *pad(rs, 0))
+    kind = reduce_kinds()[step.attrs["kind"]]
+    label = f"{step.node} ({step.kind})"
+    bindings = [x.binding(), y.binding(write=True)]
+    if wg_per_out:
+        ls = row_size(ctx.caps, count, per_invocation=4)
+        shader = reduction_shader("reduce", ctx.caps)
+        pipe = ctx.pipeline(shader, ((1, kind), (2, True)), 2, _PUSH.size, ls)
+        return row_dispatches(
+            pipe,
+            bindings,
+            n_out,
+            lambda base: _PUSH.pack(n_out, count, base, *tail),
+            ctx.caps,
+            ctx.op_index,
+            label,
+        )
+    ls = row_size(ctx.caps, n_out, want=128)
+    pipe = ctx.pipeline("reduce", ((1, kind), (2, False)), 2, _PUSH.size, ls)
+    return flat_dispatches(
+        pipe,
+        bindings,
+        n_out,
+        lambda base: _PUSH.pack(n_out, count, base, *tail),
+        ctx.caps,
+        ctx.op_index,
+        label,
+    )
+
+
+register(KernelSpec("vx.reduce", gate_reduce, record_reduce))
