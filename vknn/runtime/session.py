@@ -69,6 +69,26 @@ def _fmt(shape: Any) -> str:
 
 
 @dataclass
+class ProfileRow:
+    node: str
+    op: str
+    kernel: str
+    shape: tuple[int, ...]
+    ms: float
+    share: float = 0.0
+
+
+def format_profile(rows: list[ProfileRow], top: int | None = None) -> str:
+    total = sum(r.ms for r in rows)
+    lines = [f"{'GPU ms':>8s} {'share':>6s}  {'op':18s} {'shape':22s} node (kernel)"]
+    for r in rows[:top] if top else rows:
+        shape = "x".join(str(d) for d in r.shape)
+        lines.append(f"{r.ms:8.3f} {r.share * 100:5.1f}%  {r.op:18s} {shape:22s} {r.kernel}")
+    lines.append(f"{total:8.3f} total GPU time over {len(rows)} dispatches")
+    return "\n".join(lines)
+
+
+@dataclass
 class Bucket:
     """One compiled input-shape set: its plan, segments and Vulkan executors."""
 
@@ -317,6 +337,42 @@ class Session:
             assert value is not None
             result[name] = np.array(value, dtype=spec.np_dtype, copy=True)
         return result
+
+    # -- profiling ---------------------------------------------------------
+    def profile(self, inputs: dict[str, np.ndarray] | None = None, runs: int = 10) -> list[ProfileRow]:
+        """Per-dispatch GPU time from timestamp queries (Config(profiling=True)),
+        the median over `runs` inferences, slowest first. Random inputs of the
+        first plan's shapes when none are given."""
+        if not self.config.profiling:
+            raise InvalidArgument("profile() needs a session created with Config(profiling=True)")
+        if inputs is None:
+            rng = np.random.default_rng(0)
+            inputs = {
+                spec.name: (rng.standard_normal(spec.shape).astype(spec.np_dtype)
+                            if spec.np_dtype.kind == "f" else np.zeros(spec.shape, spec.np_dtype))
+                for spec, _ in self.plan.inputs
+            }
+        feeds = self._validate(inputs)
+        bucket = self._select(feeds)
+        samples: dict[tuple[int, int, int], list[float]] = {}
+        labels: dict[tuple[int, int, int], str] = {}
+        for _ in range(max(1, runs)):
+            self.run(feeds)
+            for seg_index, ex in bucket.executors.items():
+                for k, (op_index, label, ns) in enumerate(ex.program.timings_ns()):
+                    key = (seg_index, op_index, k)
+                    samples.setdefault(key, []).append(ns / 1e6)
+                    labels[key] = label
+        rows = []
+        for key, times in samples.items():
+            seg_index, op_index, _ = key
+            step = bucket.executors[seg_index].steps[op_index]
+            shape = step.out_specs[0].shape if step.out_specs else ()
+            rows.append(ProfileRow(step.node, step.kind, labels[key], shape, float(np.median(times))))
+        total = sum(r.ms for r in rows) or 1.0
+        for r in rows:
+            r.share = r.ms / total
+        return sorted(rows, key=lambda r: -r.ms)
 
     # -- reports -----------------------------------------------------------
     @property

@@ -161,8 +161,11 @@ def _run(args: argparse.Namespace) -> int:
 
     config = Config(
         backends=tuple(args.backends.split(",")),
+        precision=args.precision,
         shapes=_parse_shapes(args.shapes),
         dims=_parse_dims(args.dims),
+        profiling=args.profile,
+        disable_vk_ops=args.disable_vk_ops,
     )
     t0 = time.perf_counter()
     session = Session(args.model, config)
@@ -195,6 +198,10 @@ def _run(args: argparse.Namespace) -> int:
             scale = float(np.max(np.abs(ref[name]))) if ref[name].size else 0.0
             line += f"  vs onnxruntime: cosine {cos:.7f}, max abs err {err:.3g} (max |ref| {scale:.3g})"
         print(line)
+    if args.profile:
+        from vknn.runtime.session import format_profile
+
+        print(format_profile(session.profile(feeds), top=args.profile_top))
     fallbacks = session.fallback_reasons()
     if fallbacks:
         print(f"fallbacks: {len(fallbacks)} node(s) not on the preferred backend, e.g. "
@@ -232,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dims", default="")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--compare-ort", action="store_true", help="compare with onnxruntime (CPU)")
+    r.add_argument("--precision", choices=("high", "normal", "low"), default="high")
+    r.add_argument("--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"')
+    r.add_argument("--profile", action="store_true", help="per-dispatch GPU times (timestamp queries)")
+    r.add_argument("--profile-top", type=int, default=25, help="rows of the profile to print")
     r.set_defaults(func=_run)
     return parser
 
