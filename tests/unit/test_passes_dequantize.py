@@ -46,7 +46,7 @@ def test_quantized_model_matches_onnxruntime(quantized_models: dict, name: str, 
     feeds = model_inputs(model, {}, seed=7)
     sess = vknn.Session(model, vknn.Config(backends=("cpu",), pipeline=PIPELINE))
     out = next(iter(sess.run(feeds).values()))
-    kinds = collections.Counter(s.op for s in sess._plan.steps)
+    kinds = collections.Counter(s.op for s in sess.plan.steps)
     # No quantized operator survives: every step is a float vx op.
     assert not [k for k in kinds if not k.startswith("vx.")], kinds
     ref_literal = _ort(path, feeds, optimize=False)
@@ -66,5 +66,5 @@ def test_disabled_keeps_quantized_ops(quantized_models: dict) -> None:
             backends=("cpu",), pipeline="dequantize{enabled=false},infer-shapes,const-fold"
         ),
     )
-    kinds = {s.op for s in sess._plan.steps}
+    kinds = {s.op for s in sess.plan.steps}
     assert {"onnx.QuantizeLinear", "onnx.DequantizeLinear"} <= kinds
