@@ -62,7 +62,10 @@ def main() -> int:
     models = args.models or sorted(LIGHT.glob("light_*.onnx"))
     spec = pipeline_spec(args.pipeline, dims=args.dims)
     print(f"pipeline: {spec}; median of {args.runs} runs; {os.cpu_count()} cores")
-    print(f"{'model':28s} {'import ms':>10s} {'pipeline ms':>12s} {'ops before':>11s} {'ops after':>10s}")
+    print(
+        f"{'model':28s} {'import ms':>10s} {'pipeline ms':>12s} "
+        f"{'ops before':>11s} {'ops after':>10s}"
+    )
     for path in models:
         t_imp, t_pipe, before, after = measure(path, spec, args.runs)
         print(f"{path.stem:28s} {t_imp * 1e3:10.1f} {t_pipe * 1e3:12.1f} {before:11d} {after:10d}")

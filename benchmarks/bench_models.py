@@ -47,9 +47,14 @@ def sm_clock() -> str:
         return ""
     out = subprocess.run(
         ["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
-    return out.stdout.strip().splitlines()[0] + " MHz" if out.returncode == 0 and out.stdout.strip() else ""
+    return (
+        out.stdout.strip().splitlines()[0] + " MHz"
+        if out.returncode == 0 and out.stdout.strip()
+        else ""
+    )
 
 
 def build_model(name: str, work: Path) -> Path:
@@ -112,8 +117,11 @@ def engine_ncnn(path: Path, feeds):  # type: ignore[no-untyped-def]
             for v in feeds.values()
         )
         subprocess.run(
-            ["pnnx", str(path), f"inputshape={shapes}"], cwd=path.parent, check=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ["pnnx", str(path), f"inputshape={shapes}"],
+            cwd=path.parent,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
     net = ncnn.Net()
     net.opt.use_vulkan_compute = True
@@ -190,7 +198,9 @@ def main() -> int:
     p.add_argument("--engines", default="vknn-high,vknn-low,ncnn,ort")
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--warmup-s", type=float, default=1.0)
-    p.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "vknn-bench")
+    p.add_argument(
+        "--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "vknn-bench"
+    )
     p.add_argument("--json", type=Path)
     p.add_argument("--worker", nargs=2, metavar=("ENGINE", "MODEL"), help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -207,8 +217,17 @@ def main() -> int:
         path = build_model(name, args.work)
         results[name] = {}
         for engine in engines:
-            cmd = [sys.executable, __file__, "--worker", engine, str(path),
-                   "--runs", str(args.runs), "--warmup-s", str(args.warmup_s)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                engine,
+                str(path),
+                "--runs",
+                str(args.runs),
+                "--warmup-s",
+                str(args.warmup_s),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 err = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -222,8 +241,14 @@ def main() -> int:
                 out = path.with_name(f"{path.stem}.{engine}.out.npy")
                 if "error" not in r and out.exists():
                     r["cosine_vs_ort"] = cosine(ref, np.load(out))
-    print(f"\nmedian latency of {args.runs} runs (ms), first run (ms), peak RSS (MB); SM clock logged per row")
-    header = f"{'model':14s} {'engine':10s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'first':>8s} {'rss':>7s} {'clock':>10s} {'cos/ort':>9s} {'x ncnn':>7s} {'x ort':>7s}"
+    print(
+        f"\nmedian latency of {args.runs} runs (ms), first run (ms), peak RSS (MB); "
+        "SM clock logged per row"
+    )
+    header = (
+        f"{'model':14s} {'engine':10s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'first':>8s} "
+        f"{'rss':>7s} {'clock':>10s} {'cos/ort':>9s} {'x ncnn':>7s} {'x ort':>7s}"
+    )
     print(header)
     for name, per in results.items():
         base_ncnn = per.get("ncnn", {}).get("median_ms")
@@ -235,11 +260,14 @@ def main() -> int:
             vs_ncnn = f"{base_ncnn / r['median_ms']:.2f}" if base_ncnn else ""
             vs_ort = f"{base_ort / r['median_ms']:.2f}" if base_ort else ""
             print(
-                f"{name:14s} {engine:10s} {r['median_ms']:8.3f} {r['p10_ms']:7.3f} {r['p90_ms']:7.3f} "
+                f"{name:14s} {engine:10s} {r['median_ms']:8.3f} {r['p10_ms']:7.3f} "
+                f"{r['p90_ms']:7.3f} "
                 f"{r['first_ms']:8.0f} {r['peak_rss_mb']:7.0f} {r['sm_clock']:>10s} "
                 f"{r.get('cosine_vs_ort', float('nan')):9.6f} {vs_ncnn:>7s} {vs_ort:>7s}"
             )
-    print("x ncnn / x ort: speed-up of the row over ncnn-vulkan / onnxruntime-cpu (higher is faster)")
+    print(
+        "x ncnn / x ort: speed-up of the row over ncnn-vulkan / onnxruntime-cpu (higher is faster)"
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

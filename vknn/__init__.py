@@ -1,8 +1,8 @@
 """VKNN: an ONNX compiler (xDSL dialects and passes) and a Vulkan runtime.
 
-    import vknn
-    sess = vknn.Session("model.onnx", vknn.Config(backends=("cpu",)))
-    outputs = sess.run({"x": x})
+import vknn
+sess = vknn.Session("model.onnx", vknn.Config(backends=("cpu",)))
+outputs = sess.run({"x": x})
 """
 
 from vknn.errors import (

@@ -86,7 +86,9 @@ class VknnBackend(Backend):
         from onnx import helper
 
         graph_inputs = [
-            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype), np.shape(x))
+            helper.make_tensor_value_info(
+                n, helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype), np.shape(x)
+            )
             for n, x in zip(node.input, inputs, strict=False)
         ]
         graph_outputs = [helper.make_empty_tensor_value_info(o) for o in node.output]

@@ -32,7 +32,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.bn1(self.conv1(x)))
@@ -44,7 +46,10 @@ class ResNet18(nn.Module):
     def __init__(self, classes: int = 1000):
         super().__init__()
         self.stem = nn.Sequential(
-            nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1),
         )
         layers, cin = [], 64
         for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
@@ -80,11 +85,23 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+    SETTINGS = (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    )
 
     def __init__(self, classes: int = 1000):
         super().__init__()
-        layers: list[nn.Module] = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU6()]
+        layers: list[nn.Module] = [
+            nn.Conv2d(3, 32, 3, 2, 1, bias=False),
+            nn.BatchNorm2d(32),
+            nn.ReLU6(),
+        ]
         cin = 32
         for t, c, n, s in self.SETTINGS:
             for i in range(n):
@@ -103,7 +120,14 @@ class BertEncoder(nn.Module):
     """BERT-mini shaped: token + position embeddings, LayerNorm, 4 post-norm
     encoder layers (hidden 256, 4 heads, GELU FFN 1024), a pooled output."""
 
-    def __init__(self, vocab: int = 1000, hidden: int = 256, layers: int = 4, heads: int = 4, max_len: int = 512):
+    def __init__(
+        self,
+        vocab: int = 1000,
+        hidden: int = 256,
+        layers: int = 4,
+        heads: int = 4,
+        max_len: int = 512,
+    ):
         super().__init__()
         self.tok = nn.Embedding(vocab, hidden)
         self.pos = nn.Embedding(max_len, hidden)
@@ -132,12 +156,20 @@ def strip_weights(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def export(module: nn.Module, args: tuple, name: str, inputs: list[str], outputs: list[str], dynamic: dict) -> None:
+def export(
+    module: nn.Module, args: tuple, name: str, inputs: list[str], outputs: list[str], dynamic: dict
+) -> None:
     path = HERE / f"{name}.onnx"
     module.eval()
     torch.onnx.export(
-        module, args, str(path), input_names=inputs, output_names=outputs,
-        dynamic_axes=dynamic, opset_version=17, dynamo=False,
+        module,
+        args,
+        str(path),
+        input_names=inputs,
+        output_names=outputs,
+        dynamic_axes=dynamic,
+        opset_version=17,
+        dynamo=False,
     )
     model = onnx.load(str(path))
     onnx.save(strip_weights(model), str(path))
@@ -151,7 +183,11 @@ def main() -> int:
     export(MobileNetV2(), (img,), "mobilenet_v2", ["input"], ["logits"], {"input": {0: "batch"}})
     ids = torch.randint(0, 1000, (1, 128))
     export(
-        BertEncoder(), (ids,), "bert_encoder", ["input_ids"], ["hidden", "pooled"],
+        BertEncoder(),
+        (ids,),
+        "bert_encoder",
+        ["input_ids"],
+        ["hidden", "pooled"],
         {"input_ids": {0: "batch", 1: "seq"}},
     )
     return 0

@@ -38,7 +38,9 @@ def _consumers(graph: onnx.GraphProto) -> dict[str, list[tuple[onnx.NodeProto, i
     return users
 
 
-def _random_value(shape: tuple[int, ...], role: tuple[str, int] | None, rng: np.random.Generator) -> np.ndarray:
+def _random_value(
+    shape: tuple[int, ...], role: tuple[str, int] | None, rng: np.random.Generator
+) -> np.ndarray:
     op, index = role or ("", -1)
     fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
     if op in ("Conv", "ConvTranspose") and index == 1:
@@ -111,7 +113,9 @@ def torch_model(name: str, seed: int = 0) -> onnx.ModelProto:
     return randomize_weights(onnx.load(str(MODELS_DIR / f"{name}.onnx")), seed)
 
 
-def model_inputs(model: onnx.ModelProto, dims: dict[str, int], seed: int = 1) -> dict[str, np.ndarray]:
+def model_inputs(
+    model: onnx.ModelProto, dims: dict[str, int], seed: int = 1
+) -> dict[str, np.ndarray]:
     """Seeded inputs for the model's declared inputs (symbolic dims from `dims`,
     batch 1); integer inputs are token ids below 1000."""
     rng = np.random.default_rng(seed)
@@ -122,7 +126,8 @@ def model_inputs(model: onnx.ModelProto, dims: dict[str, int], seed: int = 1) ->
             continue
         tt = vi.type.tensor_type
         shape = tuple(
-            d.dim_value if d.HasField("dim_value") else dims.get(d.dim_param, 1) for d in tt.shape.dim
+            d.dim_value if d.HasField("dim_value") else dims.get(d.dim_param, 1)
+            for d in tt.shape.dim
         )
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if np.dtype(dtype).kind == "f":

@@ -38,6 +38,8 @@ def test_onnx_node_conformance_cpu() -> None:
     print(f"\nONNX node conformance (CPU): {len(passed)} of {len(results)} cases pass")
     new = {n: e for n, e in failed.items() if n not in expected}
     fixed = sorted(n for n in expected if n not in failed and any(r.name == n for r in results))
-    assert not new, "new conformance failures:\n" + "\n".join(f"{n}: {e}" for n, e in sorted(new.items()))
+    assert not new, "new conformance failures:\n" + "\n".join(
+        f"{n}: {e}" for n, e in sorted(new.items())
+    )
     assert not fixed, "now passing, remove from the expected-failure list:\n" + "\n".join(fixed)
     assert len(passed) >= MIN_PASSED

@@ -28,8 +28,12 @@ def _linear_model(weight: np.ndarray, opset: int = 17) -> onnx.ModelProto:
 def _save_external(model: onnx.ModelProto, folder: Path, location: str) -> Path:
     path = folder / "model.onnx"
     onnx.save_model(
-        model, path, save_as_external_data=True, all_tensors_to_one_file=True,
-        location=location, size_threshold=0,
+        model,
+        path,
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=location,
+        size_threshold=0,
     )
     return path
 
@@ -62,7 +66,9 @@ def test_weights_are_resources_and_read_lazily(tmp_path: Path) -> None:
         ("missing.bin", "does not exist"),
     ],
 )
-def test_external_data_outside_the_folder_is_refused(tmp_path: Path, location: str, message: str) -> None:
+def test_external_data_outside_the_folder_is_refused(
+    tmp_path: Path, location: str, message: str
+) -> None:
     folder = tmp_path / "model"
     folder.mkdir()
     w = np.ones((8, 4), dtype=np.float32)
@@ -137,10 +143,16 @@ def test_subgraph_captures_outer_values() -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     then_g = helper.make_graph(
-        [helper.make_node("Neg", ["x"], ["t"])], "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])]
+        [helper.make_node("Neg", ["x"], ["t"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])],
     )
     else_g = helper.make_graph(
-        [helper.make_node("Abs", ["x"], ["e"])], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])]
+        [helper.make_node("Abs", ["x"], ["e"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])],
     )
     node = helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)
     model = helper.make_model(
@@ -157,7 +169,9 @@ def test_unsupported_input_type_is_named() -> None:
     seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
     y = helper.make_tensor_value_info("y", TensorProto.INT64, [])
     node = helper.make_node("SequenceLength", ["s"], ["y"])
-    model = helper.make_model(helper.make_graph([node], "g", [seq], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(
+        helper.make_graph([node], "g", [seq], [y]), opset_imports=[helper.make_opsetid("", 17)]
+    )
     with pytest.raises(Unsupported, match="input 's'"):
         import_model(model)
 

@@ -22,7 +22,9 @@ def _check(model, name: str) -> None:  # type: ignore[no-untyped-def]
     feeds = model_inputs(model, DIMS)
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    ref_sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    ref_sess = ort.InferenceSession(
+        model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
     refs = ref_sess.run(None, feeds)
     sess = vknn.Session(model, vknn.Config(backends=("cpu",), dims=DIMS))
     outs = sess.run(feeds)
@@ -33,7 +35,9 @@ def _check(model, name: str) -> None:  # type: ignore[no-untyped-def]
         print(f"{name}:{out_name} cosine {cos:.7f} max abs err {err:.3g} (max |ref| {scale:.3g})")
         assert np.isfinite(out).all()
         assert cos >= 0.999999, f"{name}:{out_name}: cosine {cos}"
-        assert err <= 1e-4 * scale + 1e-6, f"{name}:{out_name}: max abs err {err} (max |ref| {scale})"
+        assert err <= 1e-4 * scale + 1e-6, (
+            f"{name}:{out_name}: max abs err {err} (max |ref| {scale})"
+        )
 
 
 @pytest.mark.slow

@@ -204,7 +204,9 @@ class OnnxOp(IRDLOperation):
                                 f"type variable {var} is already {bound[var]}"
                             )
                 elif var.startswith("tensor(") and ts != var:
-                    raise VerifyException(f"{where}: {kind} '{formal.name}' must be {var}, got {ts}")
+                    raise VerifyException(
+                        f"{where}: {kind} '{formal.name}' must be {var}, got {ts}"
+                    )
 
         check(self.onnx_inputs, schema.inputs, "input")
         check(self.outputs, schema.outputs, "output")
@@ -223,8 +225,7 @@ class CustomOp(IRDLOperation):
     outputs = var_result_def()
 
     assembly_format = (
-        "$op_type `(` $inputs `)` `domain` $domain attr-dict `:` "
-        "functional-type($inputs, $outputs)"
+        "$op_type `(` $inputs `)` `domain` $domain attr-dict `:` functional-type($inputs, $outputs)"
     )
 
     @property
@@ -261,7 +262,9 @@ def _make_op(schema: onnx.defs.OpSchema) -> type[OnnxOp]:
 def _default_domain_schemas() -> list[onnx.defs.OpSchema]:
     latest: dict[str, onnx.defs.OpSchema] = {}
     for s in onnx.defs.get_all_schemas_with_history():
-        if s.domain == "" and (s.name not in latest or s.since_version > latest[s.name].since_version):
+        if s.domain == "" and (
+            s.name not in latest or s.since_version > latest[s.name].since_version
+        ):
             latest[s.name] = s
     return sorted(latest.values(), key=lambda s: s.name)
 

@@ -102,7 +102,9 @@ def resolve_external_path(location: str, base_dir: Path, tensor_name: str) -> Pa
     if not location:
         raise ModelLoadError(f"{where} is empty")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or ":" in location[:3]:
-        raise ModelLoadError(f"{where} is an absolute path; it must be relative to the model's folder")
+        raise ModelLoadError(
+            f"{where} is an absolute path; it must be relative to the model's folder"
+        )
     base = base_dir.resolve()
     target = (base / location).resolve()
     if target != base and base not in target.parents:
@@ -134,6 +136,8 @@ def external_tensor_loader(tensor: TensorProto, base_dir: Path):
     def load() -> np.ndarray:
         with open(path, "rb") as f:
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return np.frombuffer(mm, dtype=dtype.newbyteorder("<"), count=count, offset=offset).reshape(shape)
+        return np.frombuffer(mm, dtype=dtype.newbyteorder("<"), count=count, offset=offset).reshape(
+            shape
+        )
 
     return load

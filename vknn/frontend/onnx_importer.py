@@ -78,7 +78,9 @@ def import_onnx_bytes(data: bytes, name: str = "<bytes>", base_dir: Path | None 
     return import_model(load_model_bytes(data, name), base_dir=base_dir, name=name)
 
 
-def import_model(model: ModelProto, base_dir: Path | None = None, name: str = "<model>") -> ModuleOp:
+def import_model(
+    model: ModelProto, base_dir: Path | None = None, name: str = "<model>"
+) -> ModuleOp:
     """Import an in-memory model. External data resolves against `base_dir`."""
     return _Importer(model, base_dir, name).run()
 
@@ -98,7 +100,9 @@ def _tensor_type(vi_type: onnx.TypeProto, where: str) -> Attribute:
 def _dim_params(vi: ValueInfoProto) -> list[str]:
     if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
         return []
-    return [d.dim_param if not d.HasField("dim_value") else "" for d in vi.type.tensor_type.shape.dim]
+    return [
+        d.dim_param if not d.HasField("dim_value") else "" for d in vi.type.tensor_type.shape.dim
+    ]
 
 
 class _Importer:
@@ -126,13 +130,16 @@ class _Importer:
         lg.value_info.extend(g.value_info)
         declared = {i.name for i in g.input}
         for init in g.initializer:
-            small = init.data_location != TensorProto.EXTERNAL and (
-                int(np.prod(init.dims)) if init.dims else 1
-            ) <= _SHAPE_INFERENCE_DATA_LIMIT
+            small = (
+                init.data_location != TensorProto.EXTERNAL
+                and (int(np.prod(init.dims)) if init.dims else 1) <= _SHAPE_INFERENCE_DATA_LIMIT
+            )
             if small:
                 lg.initializer.append(init)
             elif init.name not in declared:
-                lg.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, init.dims))
+                lg.input.append(
+                    onnx.helper.make_tensor_value_info(init.name, init.data_type, init.dims)
+                )
         try:
             inferred = onnx.shape_inference.infer_shapes(lite, strict_mode=False, data_prop=True)
             infos = list(inferred.graph.value_info) + list(inferred.graph.output)
@@ -208,7 +215,9 @@ class _Importer:
             case A.FLOATS:
                 return DenseArrayBase.from_list(f32, list(attr.floats))
             case A.STRINGS:
-                return ArrayAttr([StringAttr(s.decode("utf-8", errors="replace")) for s in attr.strings])
+                return ArrayAttr(
+                    [StringAttr(s.decode("utf-8", errors="replace")) for s in attr.strings]
+                )
             case A.TENSOR:
                 return self._constant_attr(attr.t, f"{node.name or node.op_type}.{attr.name}")
             case A.GRAPH:
@@ -343,8 +352,6 @@ def _free_names(graph: GraphProto) -> list[str]:
         if out.name not in defined and out.name not in free:
             free.append(out.name)
     return free
-
-
 
 
 def _ssa_name(name: str) -> str | None:

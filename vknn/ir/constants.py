@@ -7,15 +7,15 @@ ones go to the weight store and appear as `dense_resource<handle>`.
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
+    Builtin,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     IntegerType,
     TensorType,
 )
-from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
-from xdsl.dialects.builtin import Builtin
 from xdsl.ir import Attribute
 
 from vknn.errors import VknnError
@@ -28,8 +28,18 @@ INLINE_LIMIT = 16
 ConstantAttr = DenseIntOrFPElementsAttr | DenseResourceAttr
 
 INLINE_DTYPES = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
 }
 """dtypes xDSL's `dense<...>` can print; others (bfloat16, float8, int4) stay resources."""
 
@@ -89,7 +99,12 @@ def from_numpy(array: np.ndarray, name: str = "cst") -> ConstantAttr:
     array = np.asarray(array)
     elem = element_from_numpy(array.dtype)
     typ = TensorType(elem, array.shape)
-    if array.size <= INLINE_LIMIT and array.dtype.kind in "biuf" and array.dtype.itemsize >= 1 and array.dtype.name in INLINE_DTYPES:
+    if (
+        array.size <= INLINE_LIMIT
+        and array.dtype.kind in "biuf"
+        and array.dtype.itemsize >= 1
+        and array.dtype.name in INLINE_DTYPES
+    ):
         return dense_attr(array, typ)
     return DenseResourceAttr.from_params(WEIGHTS.add(name, array), typ)
 

@@ -12,7 +12,15 @@ from collections.abc import Iterable
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, helper, numpy_helper
+from onnx import (
+    AttributeProto,
+    GraphProto,
+    ModelProto,
+    NodeProto,
+    TensorProto,
+    helper,
+    numpy_helper,
+)
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -74,11 +82,16 @@ def attribute_proto(name: str, attr: Attribute) -> AttributeProto | None:
     if isinstance(attr, DenseArrayBase):
         values = list(attr.get_values())
         if isinstance(attr.elt_type, IntegerType):
-            return helper.make_attribute(name, [int(v) for v in values], attr_type=AttributeProto.INTS)
-        return helper.make_attribute(name, [float(v) for v in values], attr_type=AttributeProto.FLOATS)
+            return helper.make_attribute(
+                name, [int(v) for v in values], attr_type=AttributeProto.INTS
+            )
+        return helper.make_attribute(
+            name, [float(v) for v in values], attr_type=AttributeProto.FLOATS
+        )
     if isinstance(attr, ArrayAttr):
         return helper.make_attribute(
-            name, [a.data.encode() for a in attr.data if isinstance(a, StringAttr)],
+            name,
+            [a.data.encode() for a in attr.data if isinstance(a, StringAttr)],
             attr_type=AttributeProto.STRINGS,
         )
     if isinstance(attr, DenseIntOrFPElementsAttr | DenseResourceAttr):
@@ -151,7 +164,9 @@ def opset_imports(module_or_op: Operation) -> list[onnx.OperatorSetIdProto]:
     return [helper.make_opsetid("", module_opset(module_or_op))]
 
 
-def single_node_model(op: Operation, inputs: list[tuple[str, np.ndarray | Attribute]]) -> ModelProto:
+def single_node_model(
+    op: Operation, inputs: list[tuple[str, np.ndarray | Attribute]]
+) -> ModelProto:
     """A model of one op: constant inputs become initializers, the rest typed inputs."""
     names = ValueNames([op])
     node = node_proto(op, names)

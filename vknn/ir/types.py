@@ -62,11 +62,20 @@ ONNX_TO_ELEMENT: dict[int, Attribute] = {
     TensorProto.UINT2: IntegerType(2, _U),
 }
 
-NARROW_ONNX_TYPES = frozenset({
-    TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
-    TensorProto.FLOAT8E5M2FNUZ, TensorProto.FLOAT8E8M0, TensorProto.FLOAT4E2M1,
-    TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2, TensorProto.UINT2,
-})
+NARROW_ONNX_TYPES = frozenset(
+    {
+        TensorProto.FLOAT8E4M3FN,
+        TensorProto.FLOAT8E4M3FNUZ,
+        TensorProto.FLOAT8E5M2,
+        TensorProto.FLOAT8E5M2FNUZ,
+        TensorProto.FLOAT8E8M0,
+        TensorProto.FLOAT4E2M1,
+        TensorProto.INT4,
+        TensorProto.UINT4,
+        TensorProto.INT2,
+        TensorProto.UINT2,
+    }
+)
 """Element types with no vx kernels: ops touching them stay `onnx.*`."""
 
 ELEMENT_TO_ONNX: dict[Attribute, int] = {v: k for k, v in ONNX_TO_ELEMENT.items()}
@@ -104,8 +113,14 @@ def element_from_onnx(elem_type: int, where: str = "") -> Attribute:
     try:
         return ONNX_TO_ELEMENT[elem_type]
     except KeyError:
-        name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() else str(elem_type)
-        raise Unsupported(f"unsupported element type {name}" + (f" ({where})" if where else "")) from None
+        name = (
+            TensorProto.DataType.Name(elem_type)
+            if elem_type in TensorProto.DataType.values()
+            else str(elem_type)
+        )
+        raise Unsupported(
+            f"unsupported element type {name}" + (f" ({where})" if where else "")
+        ) from None
 
 
 def onnx_from_element(t: Attribute) -> int:

@@ -40,13 +40,19 @@ class Config:
         self.backends = tuple(self.backends)
         bad = [b for b in self.backends if b not in BACKENDS]
         if bad or not self.backends:
-            raise InvalidArgument(f"Config.backends: unknown backend(s) {bad}; known: {list(BACKENDS)}")
+            raise InvalidArgument(
+                f"Config.backends: unknown backend(s) {bad}; known: {list(BACKENDS)}"
+            )
         if self.precision not in PRECISIONS:
-            raise InvalidArgument(f"Config.precision must be one of {list(PRECISIONS)}, got '{self.precision}'")
+            raise InvalidArgument(
+                f"Config.precision must be one of {list(PRECISIONS)}, got '{self.precision}'"
+            )
         if self.fastmath not in ("auto", "on", "off"):
             raise InvalidArgument(f"Config.fastmath must be auto, on or off, got '{self.fastmath}'")
         if self.autotune not in ("off", "fast", "thorough"):
-            raise InvalidArgument(f"Config.autotune must be off, fast or thorough, got '{self.autotune}'")
+            raise InvalidArgument(
+                f"Config.autotune must be off, fast or thorough, got '{self.autotune}'"
+            )
 
     @property
     def disabled_vk_ops(self) -> set[str]:

@@ -33,10 +33,21 @@ _VX_KINDS = {
     "constant": "Constant",
 }
 _POOL = {"max": "MaxPool", "avg": "AveragePool", "lp": "LpPool"}
-_SPECIAL = {"prelu": "PRelu", "leaky_relu": "LeakyRelu", "hard_sigmoid": "HardSigmoid",
-            "hard_swish": "HardSwish", "relu": "Relu", "elu": "Elu", "selu": "Selu", "gelu": "Gelu",
-            "erf": "Erf", "log_sum_exp": "ReduceLogSumExp", "sum_square": "ReduceSumSquare",
-            "argmax": "ArgMax", "argmin": "ArgMin"}
+_SPECIAL = {
+    "prelu": "PRelu",
+    "leaky_relu": "LeakyRelu",
+    "hard_sigmoid": "HardSigmoid",
+    "hard_swish": "HardSwish",
+    "relu": "Relu",
+    "elu": "Elu",
+    "selu": "Selu",
+    "gelu": "Gelu",
+    "erf": "Erf",
+    "log_sum_exp": "ReduceLogSumExp",
+    "sum_square": "ReduceSumSquare",
+    "argmax": "ArgMax",
+    "argmin": "ArgMin",
+}
 
 
 def _camel(s: str) -> str:
@@ -55,5 +66,9 @@ def op_kind(op: str, attrs: dict[str, Any]) -> str:
     if name == "pool" and isinstance(kind, str):
         return _POOL.get(kind, "Pool")
     if name == "reduce" and isinstance(kind, str):
-        return _SPECIAL.get(kind) if kind in ("log_sum_exp", "sum_square", "argmax", "argmin") else "Reduce" + _camel(kind)  # type: ignore[return-value]
+        return (
+            _SPECIAL.get(kind)
+            if kind in ("log_sum_exp", "sum_square", "argmax", "argmin")
+            else "Reduce" + _camel(kind)
+        )  # type: ignore[return-value]
     return _VX_KINDS.get(name, _camel(name))

@@ -23,10 +23,18 @@ from vknn.runtime.session import Session, TensorInfo
 PROVIDERS = {"VulkanExecutionProvider": "vulkan", "CPUExecutionProvider": "cpu"}
 
 _TYPE_NAMES = {
-    "float32": "tensor(float)", "float16": "tensor(float16)", "float64": "tensor(double)",
-    "int8": "tensor(int8)", "int16": "tensor(int16)", "int32": "tensor(int32)",
-    "int64": "tensor(int64)", "uint8": "tensor(uint8)", "uint16": "tensor(uint16)",
-    "uint32": "tensor(uint32)", "uint64": "tensor(uint64)", "bool": "tensor(bool)",
+    "float32": "tensor(float)",
+    "float16": "tensor(float16)",
+    "float64": "tensor(double)",
+    "int8": "tensor(int8)",
+    "int16": "tensor(int16)",
+    "int32": "tensor(int32)",
+    "int64": "tensor(int64)",
+    "uint8": "tensor(uint8)",
+    "uint16": "tensor(uint16)",
+    "uint32": "tensor(uint32)",
+    "uint64": "tensor(uint64)",
+    "bool": "tensor(bool)",
     "bfloat16": "tensor(bfloat16)",
 }
 
@@ -51,7 +59,9 @@ def backends_from_providers(providers: Sequence[Any] | None) -> tuple[str, ...]:
     names = [p[0] if isinstance(p, tuple) else p for p in providers]
     unknown = [n for n in names if n not in PROVIDERS]
     if unknown:
-        raise InvalidArgument(f"unknown execution provider(s) {unknown}; available: {list(PROVIDERS)}")
+        raise InvalidArgument(
+            f"unknown execution provider(s) {unknown}; available: {list(PROVIDERS)}"
+        )
     return tuple(dict.fromkeys(PROVIDERS[n] for n in names))
 
 

@@ -39,7 +39,10 @@ def vulkan_refusal(step: Step, config: Config, caps, in_specs: list[TensorSpec])
 def cpu_backend(step: Step) -> tuple[str, str] | None:
     """(backend, note) of the CPU path that runs `step`, or None."""
     if step.op.startswith("onnx."):
-        return ONNX_REFERENCE, f"{step.kind}: no vx lowering; runs on the CPU through onnx.reference"
+        return (
+            ONNX_REFERENCE,
+            f"{step.kind}: no vx lowering; runs on the CPU through onnx.reference",
+        )
     if has_kernel(step.op):
         return "cpu", ""
     return None
@@ -122,11 +125,18 @@ def make_segments(plan: Plan) -> list[Segment]:
         seen: set[int] = set()
         for step in seg.steps:
             for s in step.inputs:
-                if s != NO_VALUE and s not in produced and s not in plan.constants and s not in seen:
+                if (
+                    s != NO_VALUE
+                    and s not in produced
+                    and s not in plan.constants
+                    and s not in seen
+                ):
                     seen.add(s)
                     seg.inputs.append(s)
         seg.outputs = [
-            s for step in seg.steps for s in step.outputs
+            s
+            for step in seg.steps
+            for s in step.outputs
             if s in graph_outputs or any(j > i for j in readers.get(s, ()))
         ]
     return segments

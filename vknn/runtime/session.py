@@ -52,7 +52,9 @@ def _declared(vi: Any) -> TensorInfo:
     from onnx.helper import tensor_dtype_to_np_dtype
 
     tt = vi.type.tensor_type
-    dtype = np.dtype(tensor_dtype_to_np_dtype(tt.elem_type)) if tt.elem_type else np.dtype("float32")
+    dtype = (
+        np.dtype(tensor_dtype_to_np_dtype(tt.elem_type)) if tt.elem_type else np.dtype("float32")
+    )
     if not tt.HasField("shape"):
         return TensorInfo(vi.name, None, dtype)
     dims: list[int | str | None] = []
@@ -146,7 +148,9 @@ class Session:
         """Compile an additional plan bucket for these input shapes."""
         for name in shapes:
             if name not in {i.name for i in self.inputs}:
-                raise InvalidArgument(f"prepare_shapes: unknown input '{name}' (inputs: {self._input_names()})")
+                raise InvalidArgument(
+                    f"prepare_shapes: unknown input '{name}' (inputs: {self._input_names()})"
+                )
         self._prepare({k: tuple(int(d) for d in v) for k, v in shapes.items()})
 
     def _prepare(self, shapes: dict[str, Shape] | None) -> Bucket:
@@ -264,7 +268,9 @@ class Session:
                     f"got rank {len(got)} {_fmt(got)}"
                 )
         available = "; ".join(
-            ", ".join(f"{spec.name}={_fmt(s)}" for (spec, _), s in zip(plan.inputs, key, strict=True))
+            ", ".join(
+                f"{spec.name}={_fmt(s)}" for (spec, _), s in zip(plan.inputs, key, strict=True)
+            )
             for key in self._buckets
         )
         given = ", ".join(f"{spec.name}={_fmt(inputs[spec.name].shape)}" for spec, _ in plan.inputs)
@@ -275,29 +281,38 @@ class Session:
 
     def _validate(self, inputs: Any) -> dict[str, np.ndarray]:
         if not isinstance(inputs, dict):
-            raise InvalidArgument(f"run() takes a dict of input name -> numpy array, got {type(inputs).__name__}")
+            raise InvalidArgument(
+                f"run() takes a dict of input name -> numpy array, got {type(inputs).__name__}"
+            )
         known = {i.name: i for i in self.inputs}
         missing = [n for n in known if n not in inputs]
         if missing:
             raise InvalidArgument(
-                f"missing input(s) {', '.join(repr(m) for m in missing)}; the model's inputs are: {self._input_names()}"
+                f"missing input(s) {', '.join(repr(m) for m in missing)}; "
+                f"the model's inputs are: {self._input_names()}"
             )
         unknown = [n for n in inputs if n not in known]
         if unknown:
             raise InvalidArgument(
-                f"unknown input(s) {', '.join(repr(u) for u in unknown)}; the model's inputs are: {self._input_names()}"
+                f"unknown input(s) {', '.join(repr(u) for u in unknown)}; "
+                f"the model's inputs are: {self._input_names()}"
             )
         checked: dict[str, np.ndarray] = {}
         for name, value in inputs.items():
             info = known[name]
             if not isinstance(value, np.ndarray | np.generic):
-                raise InvalidArgument(f"input '{name}': expected a numpy array, got {type(value).__name__}")
+                raise InvalidArgument(
+                    f"input '{name}': expected a numpy array, got {type(value).__name__}"
+                )
             value = np.asarray(value)
             if value.dtype != info.dtype:
-                raise InvalidArgument(f"input '{name}': expected dtype {info.dtype}, got {value.dtype}")
+                raise InvalidArgument(
+                    f"input '{name}': expected dtype {info.dtype}, got {value.dtype}"
+                )
             if not info.accepts(value.shape):
                 raise InvalidArgument(
-                    f"input '{name}': expected shape {_fmt(info.dims or ())}, got {_fmt(value.shape)}"
+                    f"input '{name}': expected shape {_fmt(info.dims or ())}, "
+                    f"got {_fmt(value.shape)}"
                 )
             checked[name] = value
         return checked
@@ -339,7 +354,9 @@ class Session:
         return result
 
     # -- profiling ---------------------------------------------------------
-    def profile(self, inputs: dict[str, np.ndarray] | None = None, runs: int = 10) -> list[ProfileRow]:
+    def profile(
+        self, inputs: dict[str, np.ndarray] | None = None, runs: int = 10
+    ) -> list[ProfileRow]:
         """Per-dispatch GPU time from timestamp queries (Config(profiling=True)),
         the median over `runs` inferences, slowest first. Random inputs of the
         first plan's shapes when none are given."""
@@ -348,8 +365,11 @@ class Session:
         if inputs is None:
             rng = np.random.default_rng(0)
             inputs = {
-                spec.name: (rng.standard_normal(spec.shape).astype(spec.np_dtype)
-                            if spec.np_dtype.kind == "f" else np.zeros(spec.shape, spec.np_dtype))
+                spec.name: (
+                    rng.standard_normal(spec.shape).astype(spec.np_dtype)
+                    if spec.np_dtype.kind == "f"
+                    else np.zeros(spec.shape, spec.np_dtype)
+                )
                 for spec, _ in self.plan.inputs
             }
         feeds = self._validate(inputs)
@@ -368,7 +388,9 @@ class Session:
             seg_index, op_index, _ = key
             step = bucket.executors[seg_index].steps[op_index]
             shape = step.out_specs[0].shape if step.out_specs else ()
-            rows.append(ProfileRow(step.node, step.kind, labels[key], shape, float(np.median(times))))
+            rows.append(
+                ProfileRow(step.node, step.kind, labels[key], shape, float(np.median(times)))
+            )
         total = sum(r.ms for r in rows) or 1.0
         for r in rows:
             r.share = r.ms / total
@@ -406,5 +428,3 @@ class Session:
             if step.reason and step.node not in out:
                 out[step.node] = step.reason
         return out
-
-

@@ -65,8 +65,11 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"import     {t_import * 1000:8.1f} ms   {sum(before.values())} ops")
     for name, seconds in timings:
         print(f"  {name:24s} {seconds * 1000:8.1f} ms")
-    print(f"result     {sum(after.values())} ops, {len(values) - len(dynamic)}/{len(values)} values static")
-    for dialect, n in sorted(Counter(k.split('.')[0] for k in after.elements()).items()):
+    print(
+        f"result     {sum(after.values())} ops, "
+        f"{len(values) - len(dynamic)}/{len(values)} values static"
+    )
+    for dialect, n in sorted(Counter(k.split(".")[0] for k in after.elements()).items()):
         print(f"  {dialect:8s} {n:6d} ops")
     for op_name, n in sorted(after.items()):
         print(f"    {op_name:28s} {n:5d}")
@@ -105,8 +108,10 @@ def _write_support_report(module, args: argparse.Namespace) -> None:  # type: ig
     args.support_report.write_text(json.dumps(report, indent=1) + "\n")
     s = report["summary"]
     on = caps.name if caps is not None else f"no device ({why})"
-    print(f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan, {s.get('cpu', 0)} on the CPU "
-          f"(gates of {on}) -> {args.support_report}")
+    print(
+        f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan, {s.get('cpu', 0)} on the CPU "
+        f"(gates of {on}) -> {args.support_report}"
+    )
 
 
 def _parse_shapes(spec: str) -> dict[str, tuple[int, ...]]:
@@ -179,8 +184,10 @@ def _run(args: argparse.Namespace) -> int:
     t_run = time.perf_counter() - t0
     backends = Counter(session.node_backends().values())
     print(f"model    {args.model}")
-    print(f"plan     {t_plan * 1000:.1f} ms; nodes by backend: "
-          + ", ".join(f"{b} {n}" for b, n in sorted(backends.items())))
+    print(
+        f"plan     {t_plan * 1000:.1f} ms; nodes by backend: "
+        + ", ".join(f"{b} {n}" for b, n in sorted(backends.items()))
+    )
     print(f"run      {t_run * 1000:.1f} ms")
     ref = None
     if args.compare_ort:
@@ -189,14 +196,20 @@ def _run(args: argparse.Namespace) -> int:
         so = ort.SessionOptions()
         so.log_severity_level = 3
         ort_sess = ort.InferenceSession(str(args.model), so, providers=["CPUExecutionProvider"])
-        ref = dict(zip([o.name for o in ort_sess.get_outputs()], ort_sess.run(None, feeds), strict=True))
+        ref = dict(
+            zip([o.name for o in ort_sess.get_outputs()], ort_sess.run(None, feeds), strict=True)
+        )
     for name, value in outputs.items():
-        line = (f"output   {name}: {value.dtype}{list(value.shape)} "
-                f"checksum {float(np.sum(value, dtype=np.float64)):.6g}")
+        line = (
+            f"output   {name}: {value.dtype}{list(value.shape)} "
+            f"checksum {float(np.sum(value, dtype=np.float64)):.6g}"
+        )
         if ref is not None:
             cos, err = compare(ref[name], value)
             scale = float(np.max(np.abs(ref[name]))) if ref[name].size else 0.0
-            line += f"  vs onnxruntime: cosine {cos:.7f}, max abs err {err:.3g} (max |ref| {scale:.3g})"
+            line += (
+                f"  vs onnxruntime: cosine {cos:.7f}, max abs err {err:.3g} (max |ref| {scale:.3g})"
+            )
         print(line)
     if args.profile:
         from vknn.runtime.session import format_profile
@@ -204,8 +217,10 @@ def _run(args: argparse.Namespace) -> int:
         print(format_profile(session.profile(feeds), top=args.profile_top))
     fallbacks = session.fallback_reasons()
     if fallbacks:
-        print(f"fallbacks: {len(fallbacks)} node(s) not on the preferred backend, e.g. "
-              + "; ".join(f"{k}: {v}" for k, v in list(fallbacks.items())[:3]))
+        print(
+            f"fallbacks: {len(fallbacks)} node(s) not on the preferred backend, e.g. "
+            + "; ".join(f"{k}: {v}" for k, v in list(fallbacks.items())[:3])
+        )
     return 0
 
 
@@ -226,10 +241,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--print-ir", action="store_true", help="print the resulting IR")
     c.add_argument("--support-report", type=Path, help="write which backend runs each node (JSON)")
     c.add_argument(
-        "--caps", choices=("device", "lavapipe", "h200"), default="device",
+        "--caps",
+        choices=("device", "lavapipe", "h200"),
+        default="device",
         help="device capabilities the gates judge by (default: the Vulkan device found)",
     )
-    c.add_argument("--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"')
+    c.add_argument(
+        "--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"'
+    )
     c.set_defaults(func=_compile)
     r = sub.add_parser("run", help="run a model (random inputs unless given)")
     r.add_argument("model", type=Path)
@@ -240,8 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--compare-ort", action="store_true", help="compare with onnxruntime (CPU)")
     r.add_argument("--precision", choices=("high", "normal", "low"), default="high")
-    r.add_argument("--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"')
-    r.add_argument("--profile", action="store_true", help="per-dispatch GPU times (timestamp queries)")
+    r.add_argument(
+        "--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"'
+    )
+    r.add_argument(
+        "--profile", action="store_true", help="per-dispatch GPU times (timestamp queries)"
+    )
     r.add_argument("--profile-top", type=int, default=25, help="rows of the profile to print")
     r.set_defaults(func=_run)
     return parser

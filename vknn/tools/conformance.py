@@ -94,8 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             if not r.passed:
                 print(f"FAIL {r.name}: {r.error}")
-    print(f"{passed} passed, {len(results) - passed} failed "
-          f"({len(results)} cases, device {args.device}, {time.perf_counter() - t0:.0f} s)")
+    print(
+        f"{passed} passed, {len(results) - passed} failed "
+        f"({len(results)} cases, device {args.device}, {time.perf_counter() - t0:.0f} s)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump([r.__dict__ for r in results], f, indent=1)

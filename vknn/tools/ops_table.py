@@ -20,7 +20,10 @@ def _vulkan_kernels() -> dict[str, str]:
         from vknn.runtime.vulkan.kernels import VULKAN_KERNELS  # type: ignore[attr-defined]
     except Exception:
         return {}
-    return {name: ("fp32/fp16" if getattr(k, "FP16", True) else "fp32") for name, k in VULKAN_KERNELS.items()}
+    return {
+        name: ("fp32/fp16" if getattr(k, "FP16", True) else "fp32")
+        for name, k in VULKAN_KERNELS.items()
+    }
 
 
 def render() -> str:

@@ -85,7 +85,9 @@ class VknnOptMain(xDSLOptMain):
         def callback(prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None) -> None:
             nonlocal started
             if prev is not None and self.args.time_passes:
-                print(f"Pass {prev.name} took {time.perf_counter() - started:.4f} s", file=sys.stderr)
+                print(
+                    f"Pass {prev.name} took {time.perf_counter() - started:.4f} s", file=sys.stderr
+                )
             if not self.args.disable_verify:
                 module.verify()
             if prev is not None and after_all:
@@ -164,7 +166,9 @@ def _print_stats(before: dict[str, int], after: dict[str, int]) -> None:
         file=sys.stderr,
     )
     for name in sorted(set(before) | set(after)):
-        print(f"//   {name:32s} {before.get(name, 0):6d} -> {after.get(name, 0):6d}", file=sys.stderr)
+        print(
+            f"//   {name:32s} {before.get(name, 0):6d} -> {after.get(name, 0):6d}", file=sys.stderr
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

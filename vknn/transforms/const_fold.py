@@ -38,8 +38,13 @@ from vknn.ir.weights import WEIGHTS
 from vknn.transforms.infer_shapes import funcs, refine_types
 
 _NONDETERMINISTIC = {
-    "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-    "Multinomial", "Bernoulli", "Dropout",
+    "RandomNormal",
+    "RandomNormalLike",
+    "RandomUniform",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+    "Dropout",
 }  # Dropout: folded by convert-onnx-to-vx as identity, not evaluated (it can draw a mask)
 _MAX_FOLD_ELEMENTS = 1 << 24
 
@@ -64,7 +69,9 @@ def _node_name(op: Operation) -> str:
     return a.data if isinstance(a, StringAttr) else op.name
 
 
-def replace_with_constants(rewriter: PatternRewriter, op: Operation, values: list[np.ndarray]) -> None:
+def replace_with_constants(
+    rewriter: PatternRewriter, op: Operation, values: list[np.ndarray]
+) -> None:
     const_cls = OPS["Constant"]
     name = _node_name(op)
     new_ops = []
@@ -135,7 +142,9 @@ class FoldConstantOperands(RewritePattern):
     def match_and_rewrite(self, op: OnnxOp, rewriter: PatternRewriter) -> None:
         if op.OP_TYPE in _NONDETERMINISTIC or op.OP_TYPE in ("Constant", "ConstantOfShape"):
             return
-        if CAPTURES_ATTR in op.attributes or any(isinstance(a, GraphAttr) for a in op.attributes.values()):
+        if CAPTURES_ATTR in op.attributes or any(
+            isinstance(a, GraphAttr) for a in op.attributes.values()
+        ):
             return
         if not op.inputs or all(isinstance(v.type, NoneType) for v in op.inputs):
             return
@@ -184,7 +193,9 @@ class ConstFoldPass(ModulePass):
     max_rounds: int = 64
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier([FoldShape(), FoldConstantOfShape(), FoldConstantOperands()])
+        patterns = GreedyRewritePatternApplier(
+            [FoldShape(), FoldConstantOfShape(), FoldConstantOperands()]
+        )
         for _ in range(self.max_rounds):
             walker = PatternRewriteWalker(patterns, apply_recursively=True)
             folded = walker.rewrite_module(op)
@@ -197,7 +208,8 @@ class ConstFoldPass(ModulePass):
 def _drop_unused_constants(module: ModuleOp) -> None:
     """Constants nothing reads any more (their producers folded away)."""
     dead = [
-        o for o in module.walk()
+        o
+        for o in module.walk()
         if o.name in ("onnx.Constant", "onnx.NoValue") and all(not r.uses for r in o.results)
     ]
     for o in reversed(dead):

@@ -53,7 +53,9 @@ def parse_shapes(spec: str) -> dict[str, tuple[int, ...]]:
         try:
             shapes[name] = tuple(int(d) for d in dims.split("x")) if dims else ()
         except ValueError:
-            raise ShapeInferenceError(f"bad shape declaration '{item}' (expected name=1x3x224x224)") from None
+            raise ShapeInferenceError(
+                f"bad shape declaration '{item}' (expected name=1x3x224x224)"
+            ) from None
     return shapes
 
 
@@ -65,14 +67,18 @@ def parse_dims(spec: str) -> dict[str, int]:
         try:
             dims[name.strip()] = int(value)
         except ValueError:
-            raise ShapeInferenceError(f"bad dimension declaration '{item}' (expected name=128)") from None
+            raise ShapeInferenceError(
+                f"bad dimension declaration '{item}' (expected name=128)"
+            ) from None
     return dims
 
 
 def _arg_name(func: FuncOp, i: int) -> str:
     if func.arg_attrs is not None:
         attrs = func.arg_attrs.data[i]
-        if isinstance(attrs, DictionaryAttr) and isinstance(n := attrs.data.get(NAME_ATTR), StringAttr):
+        if isinstance(attrs, DictionaryAttr) and isinstance(
+            n := attrs.data.get(NAME_ATTR), StringAttr
+        ):
             return n.data
     return f"arg{i}"
 
@@ -80,7 +86,9 @@ def _arg_name(func: FuncOp, i: int) -> str:
 def _dim_params(func: FuncOp, i: int) -> list[str]:
     if func.arg_attrs is not None:
         attrs = func.arg_attrs.data[i]
-        if isinstance(attrs, DictionaryAttr) and isinstance(p := attrs.data.get(DIM_PARAMS_ATTR), ArrayAttr):
+        if isinstance(attrs, DictionaryAttr) and isinstance(
+            p := attrs.data.get(DIM_PARAMS_ATTR), ArrayAttr
+        ):
             return [s.data for s in p.data if isinstance(s, StringAttr)]
     return []
 
@@ -93,7 +101,9 @@ def resolve_inputs(
     unknown = set(shapes) - {_arg_name(func, i) for i in range(len(args))}
     if unknown:
         names = ", ".join(_arg_name(func, i) for i in range(len(args)))
-        raise ShapeInferenceError(f"shape declared for unknown input(s) {sorted(unknown)}; inputs are: {names}")
+        raise ShapeInferenceError(
+            f"shape declared for unknown input(s) {sorted(unknown)}; inputs are: {names}"
+        )
     for i, arg in enumerate(args):
         t = arg.type
         name = _arg_name(func, i)
@@ -101,7 +111,9 @@ def resolve_inputs(
             new_shape = shapes[name]
             if isinstance(t, TensorType):
                 old = t.get_shape()
-                if len(old) != len(new_shape) or any(o >= 0 and o != n for o, n in zip(old, new_shape, strict=False)):
+                if len(old) != len(new_shape) or any(
+                    o >= 0 and o != n for o, n in zip(old, new_shape, strict=False)
+                ):
                     raise ShapeInferenceError(
                         f"input '{name}': declared shape {list(new_shape)} does not match the "
                         f"model's {['?' if d < 0 else d for d in old]}"
@@ -127,7 +139,8 @@ def resolve_inputs(
             new_shape = tuple(new)
         else:
             raise ShapeInferenceError(
-                f"input '{name}' has unknown rank; declare its shape, e.g. infer-shapes{{shapes=\"{name}=1x3x224x224\"}}"
+                f"input '{name}' has unknown rank; declare its shape, "
+                f'e.g. infer-shapes{{shapes="{name}=1x3x224x224"}}'
             )
         if isinstance(t, TensorType) and tuple(t.get_shape()) == new_shape:
             continue
@@ -138,7 +151,11 @@ def resolve_inputs(
 
 def _sync_signature(func: FuncOp) -> None:
     ret = func.body.block.last_op
-    outputs = [v.type for v in ret.operands] if isinstance(ret, ReturnOp) else func.function_type.outputs.data
+    outputs = (
+        [v.type for v in ret.operands]
+        if isinstance(ret, ReturnOp)
+        else func.function_type.outputs.data
+    )
     func.function_type = FunctionType.from_lists(list(func.body.block.arg_types), list(outputs))
 
 
@@ -195,7 +212,9 @@ def refine_types(func: FuncOp) -> int:
         # MeanVarianceNormalization); retry leniently and fail below only if
         # the node the error names is left without a static shape.
         strict_error = " ".join(str(e).split())
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=False, data_prop=True
+        )
     changed = 0
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         value = results.get(vi.name)
@@ -212,7 +231,8 @@ def refine_types(func: FuncOp) -> int:
                 node = owner.attributes.get(NAME_ATTR) if hasattr(owner, "attributes") else None
                 raise ShapeInferenceError(
                     f"node '{node.data if isinstance(node, StringAttr) else '?'}' ({owner.name}): "
-                    f"declared result shape {list(old_static)} but inference gives {list(new_static)}"
+                    f"declared result shape {list(old_static)} "
+                    f"but inference gives {list(new_static)}"
                 )
             continue  # a known static shape beats a vaguer inferred one
         if not _more_precise(new_type, value.type):
@@ -256,7 +276,9 @@ def _type_from_proto(tp: onnx.TypeProto, old: Attribute) -> Attribute | None:
 
     tt = tp.tensor_type
     try:
-        elem = element_from_onnx(tt.elem_type) if tt.elem_type else getattr(old, "element_type", None)
+        elem = (
+            element_from_onnx(tt.elem_type) if tt.elem_type else getattr(old, "element_type", None)
+        )
     except Exception:
         return None
     if elem is None:

@@ -75,9 +75,10 @@ def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
         assert out.shape == ref.shape, f"{where}: shape {out.shape} != {ref.shape}"
         if ref.dtype.kind == "f":
             special = ~np.isfinite(ref)
-            assert np.array_equal(out[special], ref[special], equal_nan=True) and np.isfinite(
-                out[~special]
-            ).all(), f"{where}: inf/NaN positions differ"
+            assert (
+                np.array_equal(out[special], ref[special], equal_nan=True)
+                and np.isfinite(out[~special]).all()
+            ), f"{where}: inf/NaN positions differ"
             ok = ~special
             err = np.abs(out[ok].astype(np.float64) - ref[ok].astype(np.float64))
             bound = 1e-5 * float(np.abs(ref[ok]).max(initial=0.0)) + 1e-6
@@ -99,8 +100,24 @@ def rng() -> np.random.Generator:
 _FLOAT_UNARY: list[Node] = [
     (op, ["x"], {})
     for op in (
-        "Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Floor", "Ceil", "Round", "Sign",
-        "Erf", "Softplus", "Softsign", "Sin", "Cos", "Tan", "HardSwish", "Mish",
+        "Relu",
+        "Sigmoid",
+        "Tanh",
+        "Exp",
+        "Abs",
+        "Neg",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Sign",
+        "Erf",
+        "Softplus",
+        "Softsign",
+        "Sin",
+        "Cos",
+        "Tan",
+        "HardSwish",
+        "Mish",
         "Identity",
     )
 ] + [
@@ -172,8 +189,19 @@ def test_unary_bool_not() -> None:
 
 BROADCASTS = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((), (2, 3))]
 
-_FLOAT_BINARY = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "LessOrEqual",
-                 "Greater", "GreaterOrEqual"]
+_FLOAT_BINARY = [
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Max",
+    "Min",
+    "Equal",
+    "Less",
+    "LessOrEqual",
+    "Greater",
+    "GreaterOrEqual",
+]
 _INT_BINARY = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "Greater"]
 
 
@@ -297,8 +325,18 @@ def test_cast(src: str) -> None:
 # vx.reduce
 # ---------------------------------------------------------------------------
 
-_REDUCE_FLOAT = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                 "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"]
+_REDUCE_FLOAT = [
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
+    "ReduceLogSum",
+]
 _AXES = [[1], [0, 2], [-1], [1, 2, 3], None]
 
 
@@ -352,10 +390,14 @@ def test_shape_ops(dtype: str) -> None:
     idx = np.array([[0, -1], [2, 1]], np.int64)
     consts = {
         "shape": np.array([6, -1, 5], np.int64),
-        "s0": np.array([1, -1], np.int64), "e0": np.array([3, -100], np.int64),
-        "a0": np.array([1, 3], np.int64), "st0": np.array([1, -2], np.int64),
-        "s1": np.array([-1, 10], np.int64), "e1": np.array([-1000, 0], np.int64),
-        "a1": np.array([0, 2], np.int64), "st1": np.array([-1, -3], np.int64),
+        "s0": np.array([1, -1], np.int64),
+        "e0": np.array([3, -100], np.int64),
+        "a0": np.array([1, 3], np.int64),
+        "st0": np.array([1, -2], np.int64),
+        "s1": np.array([-1, 10], np.int64),
+        "e1": np.array([-1000, 0], np.int64),
+        "a1": np.array([0, 2], np.int64),
+        "st1": np.array([-1, -3], np.int64),
         "cidx": np.array([2, -3, 0], np.int64),
         "eshape": np.array([3, 2, 1, 4, 1], np.int64),
         "unsq": np.array([0, 3], np.int64),
@@ -391,8 +433,13 @@ def test_shape_ops(dtype: str) -> None:
 # vx.resize
 # ---------------------------------------------------------------------------
 
-_COORDS = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-           "asymmetric"]
+_COORDS = [
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+]
 _SCALES = {"up": [1, 1, 2.0, 1.5], "down": [1, 1, 0.6, 0.5], "odd": [1, 1, 1.7, 0.8]}
 
 
@@ -411,8 +458,13 @@ def test_resize(mode: str, which: str) -> None:
                 variants.append({"coordinate_transformation_mode": coord, "nearest_mode": nm})
         elif mode == "cubic":
             variants.append({"coordinate_transformation_mode": coord})
-            variants.append({"coordinate_transformation_mode": coord, "cubic_coeff_a": -0.5,
-                             "exclude_outside": 1})
+            variants.append(
+                {
+                    "coordinate_transformation_mode": coord,
+                    "cubic_coeff_a": -0.5,
+                    "exclude_outside": 1,
+                }
+            )
         else:
             variants.append({"coordinate_transformation_mode": coord})
     nodes: list[Node] = []
@@ -433,11 +485,21 @@ def test_resize_nd() -> None:
     }
     nodes: list[Node] = [
         ("Resize", ["x", "", "s5"], {"mode": "linear"}),
-        ("Resize", ["x", "", "s5"], {"mode": "linear", "coordinate_transformation_mode":
-                                     "align_corners"}),
+        (
+            "Resize",
+            ["x", "", "s5"],
+            {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+        ),
         ("Resize", ["x", "", "s5"], {"mode": "nearest"}),
-        ("Resize", ["v", "", "s3"], {"mode": "nearest", "nearest_mode": "floor",
-                                     "coordinate_transformation_mode": "asymmetric"}),
+        (
+            "Resize",
+            ["v", "", "s3"],
+            {
+                "mode": "nearest",
+                "nearest_mode": "floor",
+                "coordinate_transformation_mode": "asymmetric",
+            },
+        ),
     ]
     check(build({"x": x, "v": v}, nodes, consts), {"x": x, "v": v})
 
@@ -557,18 +619,36 @@ def test_float16() -> None:
     x = (r.standard_normal((3, 4, 5)) * 3).astype(np.float16)
     y = (r.standard_normal((4, 5)) * 3 + 0.1).astype(np.float16)
     consts = {"axes": np.array([1], np.int64)}
-    nodes: list[Node] = [
-        (op, ["x"], {})
-        for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Floor", "Round", "Sign",
-                   "Erf", "Softplus", "Sin", "HardSwish", "LeakyRelu", "Elu", "Gelu")
-    ] + [
-        (op, ["x", "y"], {}) for op in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Less")
-    ] + [
-        ("ReduceSum", ["x", "axes"], {}),
-        ("ReduceMean", ["x", "axes"], {"keepdims": 0}),
-        ("ReduceMax", ["x", "axes"], {}),
-        ("Cast", ["x"], {"to": _elem("float32")}),
-    ]
+    nodes: list[Node] = (
+        [
+            (op, ["x"], {})
+            for op in (
+                "Relu",
+                "Sigmoid",
+                "Tanh",
+                "Exp",
+                "Abs",
+                "Neg",
+                "Floor",
+                "Round",
+                "Sign",
+                "Erf",
+                "Softplus",
+                "Sin",
+                "HardSwish",
+                "LeakyRelu",
+                "Elu",
+                "Gelu",
+            )
+        ]
+        + [(op, ["x", "y"], {}) for op in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Less")]
+        + [
+            ("ReduceSum", ["x", "axes"], {}),
+            ("ReduceMean", ["x", "axes"], {"keepdims": 0}),
+            ("ReduceMax", ["x", "axes"], {}),
+            ("Cast", ["x"], {"to": _elem("float32")}),
+        ]
+    )
     check(build({"x": x, "y": y}, nodes, consts), {"x": x, "y": y})
 
 

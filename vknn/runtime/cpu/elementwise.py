@@ -418,8 +418,24 @@ _CMPI: dict[int, tuple[Callable[[Array, Array], Array], Callable[[Array], Array]
     8: (np.greater, _unsigned),
     9: (np.greater_equal, _unsigned),
 }
-_CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
-               "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
+_CMPF_NAMES = [
+    "false",
+    "oeq",
+    "ogt",
+    "oge",
+    "olt",
+    "ole",
+    "one",
+    "ord",
+    "ueq",
+    "ugt",
+    "uge",
+    "ult",
+    "ule",
+    "une",
+    "uno",
+    "true",
+]
 _CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 
@@ -562,8 +578,9 @@ _SCALAR_OPS: dict[str, ScalarOp] = {
     "math.acosh": _fw(np.arccosh),
     "math.atanh": _fw(np.arctanh),
     "math.powf": _fw(np.power),
-    "math.fpowi": lambda step, args: _to(np.power(_wide(args[0]), args[1].astype(np.float64)),
-                                         args[0].dtype),
+    "math.fpowi": lambda step, args: _to(
+        np.power(_wide(args[0]), args[1].astype(np.float64)), args[0].dtype
+    ),
     "math.ipowi": _ew(lambda a, b: _pow(a, b)),
     "math.fma": _fw(lambda a, b, c: a * b + c),
     "math.ctpop": _ew(_ctpop),

@@ -40,7 +40,12 @@ def run_onnx_node(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarra
         o = np.asarray(o)
         # The reference implementation sometimes adds unit dims (scalar Loop
         # scan outputs); the statically inferred shape is authoritative.
-        if spec.shape and all(d >= 0 for d in spec.shape) and o.shape != spec.shape and o.size == int(np.prod(spec.shape)):
+        if (
+            spec.shape
+            and all(d >= 0 for d in spec.shape)
+            and o.shape != spec.shape
+            and o.size == int(np.prod(spec.shape))
+        ):
             o = o.reshape(spec.shape)
         outs.append(o)
     return outs

@@ -28,9 +28,7 @@ def _along(param: Array, axis: int, rank: int) -> Array:
     return p.reshape(shape)
 
 
-def quantize(
-    x: Array, scale: Array, zero_point: Array | None, axis: int, dtype: np.dtype
-) -> Array:
+def quantize(x: Array, scale: Array, zero_point: Array | None, axis: int, dtype: np.dtype) -> Array:
     s = _along(scale, axis, x.ndim).astype(np.float32)
     # rint: round half to even, on the f32 quotient; the zero point and the
     # clamp then run in f64, exact for every integer a 32-bit type holds

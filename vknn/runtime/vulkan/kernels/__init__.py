@@ -160,14 +160,14 @@ def pack_u32(*values: int) -> bytes:
 
 
 # Registration: importing the families fills KERNELS.
-from vknn.runtime.vulkan.kernels import elementwise as _elementwise  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import cast_select as _cast_select  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import data_movement as _data_movement  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import quant as _quant  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import resize as _resize  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import conv as _conv  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import pool as _pool  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import data_movement as _data_movement  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import elementwise as _elementwise  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import fused_pointwise as _fused_pointwise  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import matmul as _matmul  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import normalization as _normalization  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import pool as _pool  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import quant as _quant  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import reduce as _reduce  # noqa: E402, F401
+from vknn.runtime.vulkan.kernels import resize as _resize  # noqa: E402, F401
