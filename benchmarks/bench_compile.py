@@ -3,8 +3,9 @@
     python benchmarks/bench_compile.py [--pipeline standard] [--runs 5] [models...]
 
 Prints, per model, the median over `--runs` of the import time and of the
-pipeline time (in-process, Python start-up excluded), and the op count before
-and after. Without model arguments it runs the nine light models of the onnx
+pipeline time (in-process, Python start-up excluded), the graph-op count
+before and after (function-level ops; constants excluded), and what is left:
+BatchNormalizations, fused pointwise ops, layout converts, onnx ops. Without model arguments it runs the nine light models of the onnx
 wheel. Measures this machine as it is; state the machine with the figures.
 """
 
@@ -29,9 +30,23 @@ from vknn.transforms.registry import available_passes  # noqa: E402
 LIGHT = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
 
 
+def graph_ops(module) -> list[str]:  # type: ignore[no-untyped-def]
+    """Names of the function-level graph ops (constants, NoValue and the return
+    excluded; ops inside fused bodies are not graph ops)."""
+    from xdsl.dialects.func import FuncOp
+
+    skip = {"func.return", "onnx.Constant", "onnx.NoValue", "vx.constant"}
+    return [
+        op.name
+        for f in module.ops
+        if isinstance(f, FuncOp)
+        for op in f.body.block.ops
+        if op.name not in skip
+    ]
+
+
 def count_ops(module) -> int:  # type: ignore[no-untyped-def]
-    skip = {"builtin.module", "func.func", "func.return"}
-    return sum(1 for op in module.walk() if op.name not in skip)
+    return len(graph_ops(module))
 
 
 def measure(path: Path, spec: str, runs: int) -> tuple[float, float, int, int]:
@@ -46,10 +61,17 @@ def measure(path: Path, spec: str, runs: int) -> tuple[float, float, int, int]:
         before = count_ops(module)
         PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
         t2 = time.perf_counter()
-        after = count_ops(module)
+        names = graph_ops(module)
+        after = len(names)
         imports.append(t1 - t0)
         pipes.append(t2 - t1)
-    return statistics.median(imports), statistics.median(pipes), before, after
+    detail = {
+        "batchnorm": sum(n in ("vx.batchnorm", "onnx.BatchNormalization") for n in names),
+        "fused": names.count("vx.fused_pointwise"),
+        "converts": names.count("vx.convert_layout"),
+        "onnx_left": sum(n.startswith("onnx.") for n in names),
+    }
+    return statistics.median(imports), statistics.median(pipes), before, after, detail
 
 
 def main() -> int:
@@ -63,12 +85,15 @@ def main() -> int:
     spec = pipeline_spec(args.pipeline, dims=args.dims)
     print(f"pipeline: {spec}; median of {args.runs} runs; {os.cpu_count()} cores")
     print(
-        f"{'model':28s} {'import ms':>10s} {'pipeline ms':>12s} "
-        f"{'ops before':>11s} {'ops after':>10s}"
+        f"{'model':22s} {'import ms':>10s} {'pipeline ms':>12s} {'ops before':>11s} "
+        f"{'ops after':>10s} {'BN left':>8s} {'fused':>6s} {'converts':>9s} {'onnx left':>10s}"
     )
     for path in models:
-        t_imp, t_pipe, before, after = measure(path, spec, args.runs)
-        print(f"{path.stem:28s} {t_imp * 1e3:10.1f} {t_pipe * 1e3:12.1f} {before:11d} {after:10d}")
+        t_imp, t_pipe, before, after, d = measure(path, spec, args.runs)
+        print(
+            f"{path.stem:22s} {t_imp * 1e3:10.1f} {t_pipe * 1e3:12.1f} {before:11d} {after:10d} "
+            f"{d['batchnorm']:8d} {d['fused']:6d} {d['converts']:9d} {d['onnx_left']:10d}"
+        )
     return 0
 
 

@@ -9,21 +9,20 @@ cannot drift from the code; a unit test checks the committed file is current.
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import onnx.defs
 
 
 def _vulkan_kernels() -> dict[str, str]:
     """vx op name -> fp16 note, for ops the Vulkan backend has kernels for."""
-    try:
-        from vknn.runtime.vulkan.kernels import VULKAN_KERNELS  # type: ignore[attr-defined]
-    except Exception:
-        return {}
-    return {
-        name: ("fp32/fp16" if getattr(k, "FP16", True) else "fp32")
-        for name, k in VULKAN_KERNELS.items()
-    }
+    from vknn.runtime.vulkan.kernels import KERNELS
+
+    # Every Vulkan kernel family compiles an fp32 and an fp16-storage variant
+    # from one source (shaders/precision.glsl); integer tensors use int32 words.
+    return {name: "fp32, fp16 storage" for name in KERNELS}
 
 
 def render() -> str:
@@ -45,7 +44,7 @@ def render() -> str:
     for op in vx.GRAPH_OPS:
         name = op.name
         cpu = "yes" if has_kernel(name) or name == "vx.constant" else "**no**"
-        on_vk = "yes" if name in vk else "no (CPU fallback)"
+        on_vk = "yes" if name in vk or name == "vx.constant" else "no (CPU fallback)"
         lines.append(
             f"| `{name}` | {op.LAYOUT_CLASS} | {'yes' if op.POINTWISE else ''} | "
             f"{'yes' if op.HOSTS_EPILOGUE else ''} | {cpu} | {on_vk} | {vk.get(name, '')} |"
@@ -71,7 +70,31 @@ def render() -> str:
         lines.append(f"| {name} | {latest[name]} | {path} | {cpu} |")
     lowered = sum(1 for n in latest if n in LOWERINGS)
     lines += ["", f"{lowered} of {len(latest)} ONNX operators lower to `vx`.", ""]
+    lines += _conformance_section()
     return "\n".join(lines)
+
+
+CONFORMANCE_JSON = Path(__file__).resolve().parents[2] / "docs" / "conformance.json"
+
+
+def _conformance_section() -> list[str]:
+    """The recorded conformance runs (docs/conformance.json), if any."""
+    if not CONFORMANCE_JSON.exists():
+        return []
+    runs = json.loads(CONFORMANCE_JSON.read_text())
+    lines = [
+        "## ONNX node conformance (`onnx.backend.test.case.node`, through `vknn.backend`)",
+        "",
+        "| device | passed | cases | command |",
+        "|---|---|---|---|",
+    ]
+    for run in runs:
+        lines.append(
+            f"| {run['device']} | {run['passed']} | {run['cases']} | `{run['command']}` |"
+        )
+    notes = [run["note"] for run in runs if run.get("note")]
+    lines += ["", *notes, ""] if notes else [""]
+    return lines
 
 
 def main() -> int:
