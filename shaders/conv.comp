@@ -13,14 +13,26 @@
 // of a warp hit consecutive pixels. POINTWISE (1x1, stride 1, no pads)
 // specializes the gather to a plain strided copy.
 //
+// Latency: the next K tile's global loads are issued into registers before
+// the current tile's arithmetic (a register prefetch), so one DRAM round
+// trip per K step is hidden behind the FMAs even with few warps per SM. The
+// im2col index k -> (ci, ky, kx) divides by multiply-high with host-computed
+// magic numbers (exact for k * d < 2^32; 0 = plain division).
+//
+// Split-K (VKNN_SPLITK=1, for grids too small to fill the GPU): workgroup z
+// also selects a K slice [s * kchunk, (s+1) * kchunk), and binding 3 is an
+// fp32 buffer of `splits` partial results, part[s * N*M*P + idx], summed
+// (with bias and epilogue) by splitk_reduce.comp.
+//
 // Specialization constants: 0 = workgroup size (TX*TY), 1 = TX, 2 = TY
-// (TX, TY <= 16, TY a multiple of 4), 3 = POINTWISE, 4 = HAS_BIAS.
+// (TX, TY in {8, 16}), 3 = POINTWISE, 4 = HAS_BIAS.
 // Push constants: see Params. Dispatch: (ceil(P / (4*TX)), ceil(Mg / (4*TY)),
-// N * groups).
+// N * groups * splits).
 // Bindings: 0 = x, 1 = w, 2 = bias (any buffer when HAS_BIAS is false),
-// 3 = y, 4.. = epilogue inputs (PW_EPI).
+// 3 = y (the partials with VKNN_SPLITK), 4.. = epilogue inputs (PW_EPI).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "precision.glsl"
 #include "common.glsl"
 
@@ -32,10 +44,13 @@ layout(constant_id = 4) const bool HAS_BIAS = false;
 
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) readonly buffer Wt { sfp w_data[]; };
+#if VKNN_SPLITK
+layout(std430, binding = 3) writeonly buffer Part { float part[]; };
+#else
 layout(std430, binding = 2) readonly buffer Bias { sfp b_data[]; };
 layout(std430, binding = 3) writeonly buffer Y { sfp y_data[]; };
-
 #include "pw_epilogue.glsl"
+#endif
 
 layout(push_constant) uniform Params {
     uint C, H, W;      // input channels (all groups), spatial size
@@ -44,6 +59,10 @@ layout(push_constant) uniform Params {
     uint KH, KW, groups;
     uint SH, SW, DH, DW;
     uint PH, PW;       // begin pads (end pads only bound the output size)
+    uint kchunk;       // K per split slice (a multiple of BK; K when unsplit)
+    uint splits;       // K slices (1 when unsplit)
+    uint magic_khw;    // ceil(2^32 / (KH*KW)), 0: divide
+    uint magic_kw;     // ceil(2^32 / KW), 0: divide
 } p;
 
 #define BK 16u
@@ -51,13 +70,24 @@ layout(push_constant) uniform Params {
 // One float of padding per row keeps the column-wise stores of the A tile
 // free of bank conflicts (a row stride of 64 would put a warp in one bank).
 #define AS_STRIDE (TILE_MAX + 1u)
+#define MAX_LOADS 8u
 shared afp As[BK * AS_STRIDE];
 shared afp Bs[BK * TILE_MAX];
+
+uint div_magic(uint k, uint d, uint magic) {
+    if (d == 1u) return k;
+    if (magic == 0u) return k / d;
+    uint hi, lo;
+    umulExtended(k, magic, hi, lo);
+    return hi;
+}
 
 void main() {
     const uint BM = 4u * TY;
     const uint BN = 4u * TX;
     const uint T = TX * TY;
+    const uint NA = BM * BK / T;  // A-tile elements per thread (64 / TX)
+    const uint NB = BK * BN / T;  // B-tile elements per thread (64 / TY)
     uint lid = gl_LocalInvocationID.x;
     uint tx = lid % TX;
     uint ty = lid / TX;
@@ -65,9 +95,13 @@ void main() {
     uint HW = p.H * p.W;
     uint p0 = gl_WorkGroupID.x * BN;
     uint m0 = gl_WorkGroupID.y * BM;
-    uint n = gl_WorkGroupID.z / p.groups;
-    uint g = gl_WorkGroupID.z % p.groups;
+    uint s = gl_WorkGroupID.z % p.splits;
+    uint ng = gl_WorkGroupID.z / p.splits;
+    uint n = ng / p.groups;
+    uint g = ng % p.groups;
     uint KHW = p.KH * p.KW;
+    uint k_begin = s * p.kchunk;
+    uint k_end = min(p.K, k_begin + p.kchunk);
 
     // B-tile loads: T is a multiple of BN, so each thread always loads the
     // same pixel column; its window origin is computed once.
@@ -87,58 +121,86 @@ void main() {
     uint w_base = g * p.Mg * p.K;
 
     afp acc[4][4];
-    for (uint i = 0u; i < 4u; ++i)
-        for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i)
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
 
-    for (uint k0 = 0u; k0 < p.K; k0 += BK) {
-        uint ka = k0 + a_col;
-        for (uint r = a_row0; r < BM; r += T / BK) {
-            uint m = m0 + r;
-            As[a_col * AS_STRIDE + r] = (m < p.Mg && ka < p.K) ? LOAD(w_data, w_base + m * p.K + ka) : 0.0;
-        }
-        for (uint r = b_row0; r < BK; r += T / BN) {
-            uint k = k0 + r;
-            afp v = 0.0;
-            if (pix_ok && k < p.K) {
-                if (POINTWISE) {
-                    v = LOAD(x_data, x_base + k * HW + pix);
-                } else {
-                    uint ci = k / KHW;
-                    uint rem = k - ci * KHW;
-                    uint ky = rem / p.KW;
-                    uint kx = rem - ky * p.KW;
-                    int iy = iy0 + int(ky * p.DH);
-                    int ix = ix0 + int(kx * p.DW);
-                    if (iy >= 0 && iy < int(p.H) && ix >= 0 && ix < int(p.W))
-                        v = LOAD(x_data, x_base + ci * HW + uint(iy) * p.W + uint(ix));
-                }
-            }
-            Bs[r * TILE_MAX + b_col] = v;
-        }
+    afp ra[MAX_LOADS];
+    afp rb[MAX_LOADS];
+    // Prefetch of the K tile at k0 into ra / rb.
+#define LOAD_TILE(k0)                                                                   \
+    {                                                                                   \
+        uint ka = (k0) + a_col;                                                         \
+        [[unroll]] for (uint i = 0u; i < MAX_LOADS; ++i) {                              \
+            if (i < NA) {                                                               \
+                uint m = m0 + a_row0 + i * (T / BK);                                    \
+                ra[i] = (m < p.Mg && ka < k_end) ? LOAD(w_data, w_base + m * p.K + ka) : 0.0; \
+            }                                                                           \
+        }                                                                               \
+        [[unroll]] for (uint i = 0u; i < MAX_LOADS; ++i) {                              \
+            if (i < NB) {                                                               \
+                uint k = (k0) + b_row0 + i * (T / BN);                                  \
+                afp v = 0.0;                                                            \
+                if (pix_ok && k < k_end) {                                              \
+                    if (POINTWISE) {                                                    \
+                        v = LOAD(x_data, x_base + k * HW + pix);                        \
+                    } else {                                                            \
+                        uint ci = div_magic(k, KHW, p.magic_khw);                       \
+                        uint rem = k - ci * KHW;                                        \
+                        uint ky = div_magic(rem, p.KW, p.magic_kw);                     \
+                        uint kx = rem - ky * p.KW;                                      \
+                        int iy = iy0 + int(ky * p.DH);                                  \
+                        int ix = ix0 + int(kx * p.DW);                                  \
+                        if (iy >= 0 && iy < int(p.H) && ix >= 0 && ix < int(p.W))       \
+                            v = LOAD(x_data, x_base + ci * HW + uint(iy) * p.W + uint(ix)); \
+                    }                                                                   \
+                }                                                                       \
+                rb[i] = v;                                                              \
+            }                                                                           \
+        }                                                                               \
+    }
+
+    LOAD_TILE(k_begin)
+    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+        [[unroll]] for (uint i = 0u; i < MAX_LOADS; ++i)
+            if (i < NA) As[a_col * AS_STRIDE + a_row0 + i * (T / BK)] = ra[i];
+        [[unroll]] for (uint i = 0u; i < MAX_LOADS; ++i)
+            if (i < NB) Bs[(b_row0 + i * (T / BN)) * TILE_MAX + b_col] = rb[i];
         barrier();
-        for (uint kk = 0u; kk < BK; ++kk) {
+        // The next tile's loads are in flight during this tile's FMAs.
+        if (k0 + BK < k_end) LOAD_TILE(k0 + BK)
+        [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
             afp a[4];
             afp b[4];
-            for (uint i = 0u; i < 4u; ++i) a[i] = As[kk * AS_STRIDE + ty + TY * i];
-            for (uint j = 0u; j < 4u; ++j) b[j] = Bs[kk * TILE_MAX + tx + TX * j];
-            for (uint i = 0u; i < 4u; ++i)
-                for (uint j = 0u; j < 4u; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = As[kk * AS_STRIDE + ty + TY * i];
+            [[unroll]] for (uint j = 0u; j < 4u; ++j) b[j] = Bs[kk * TILE_MAX + tx + TX * j];
+            [[unroll]] for (uint i = 0u; i < 4u; ++i)
+                [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
         barrier();
     }
 
-    for (uint i = 0u; i < 4u; ++i) {
+#if VKNN_SPLITK
+    uint total = (gl_NumWorkGroups.z / (p.splits * p.groups)) * p.M * P;
+    uint part_base = s * total;
+#endif
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
         uint m = m0 + ty + TY * i;
         if (m >= p.Mg) continue;
         uint oc = g * p.Mg + m;
-        afp bias = HAS_BIAS ? LOAD(b_data, oc) : 0.0;
         uint nc = n * p.M + oc;
-        for (uint j = 0u; j < 4u; ++j) {
+#if !VKNN_SPLITK
+        afp bias = HAS_BIAS ? LOAD(b_data, oc) : 0.0;
+#endif
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
             uint q = p0 + tx + TX * j;
             if (q >= P) continue;
             uint idx = nc * P + q;
+#if VKNN_SPLITK
+            part[part_base + idx] = acc[i][j];
+#else
             afp v = PW_APPLY(acc[i][j] + bias, idx);
             STORE(y_data, idx, v);
+#endif
         }
     }
 }

@@ -13,6 +13,13 @@
 // Batch entry gl_WorkGroupID.z is decomposed over up to 3 collapsed batch
 // dims (bdims, innermost last).
 //
+// The next K tile is loaded into registers while the current one is
+// multiplied (register prefetch), hiding a global round trip per K step.
+// Split-K (VKNN_SPLITK=1, for grids too small to fill the GPU): workgroup z
+// is batch * splits + s, slice s covers K [s * kchunk, (s+1) * kchunk), and
+// binding 2 is an fp32 buffer part[s * batches*M*N + idx] of unscaled partial
+// products that splitk_reduce.comp sums (alpha, beta*C and epilogue there).
+//
 // Specialization constants: 0 = workgroup size ((BM/4) * (BN/4)), 1 = BM,
 // 2 = BN, 3 = A_KCONTIG, 4 = B_NCONTIG, 5 = HAS_C.
 // Bindings: 0 = A, 1 = B, 2 = Y, 3 = C (bound to A when there is none),
@@ -41,10 +48,13 @@ layout(constant_id = 5) const bool HAS_C = false;
 
 layout(std430, binding = 0) readonly buffer A { sfp a_data[]; };
 layout(std430, binding = 1) readonly buffer B { sfp b_data[]; };
+#if VKNN_SPLITK
+layout(std430, binding = 2) writeonly buffer Part { float part[]; };
+#else
 layout(std430, binding = 2) writeonly buffer Y { sfp y_data[]; };
 layout(std430, binding = 3) readonly buffer C { sfp c_data[]; };
-
 #include "pw_epilogue.glsl"
+#endif
 
 layout(push_constant) uniform Params {
     uint M, N, K;
@@ -55,7 +65,11 @@ layout(push_constant) uniform Params {
     uint a_bs[3];
     uint b_bs[3];
     float alpha, beta;
+    uint kchunk;       // K per split slice (a multiple of BK; K when unsplit)
+    uint splits;       // K slices (1 when unsplit)
 } p;
+
+#define MAX_LOADS 8
 
 shared float As[BK * BM];  // As[k * BM + m]
 shared float Bs[BK * BN];  // Bs[k * BN + n]
@@ -69,7 +83,8 @@ void main() {
     uint m0 = gl_WorkGroupID.y * uint(BM);
     uint n0 = gl_WorkGroupID.x * uint(BN);
 
-    uint batch = gl_WorkGroupID.z;
+    uint s = gl_WorkGroupID.z % p.splits;
+    uint batch = gl_WorkGroupID.z / p.splits;
     uint a_base = 0u, b_base = 0u;
     uint rest = batch;
     for (int d = 2; d >= 0; --d) {
@@ -78,31 +93,64 @@ void main() {
         a_base += c * p.a_bs[d];
         b_base += c * p.b_bs[d];
     }
+    uint k_begin = s * p.kchunk;
+    uint k_end = min(p.K, k_begin + p.kchunk);
+    const int NA = BM * BK / WG_SIZE;  // A-tile elements per invocation
+    const int NB = BN * BK / WG_SIZE;
 
     float acc[TM][TN];
     [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
-    for (uint k0 = 0u; k0 < p.K; k0 += uint(BK)) {
-        // A tile: BM x BK elements, WG_SIZE at a time.
-        for (uint e = t; e < uint(BM * BK); e += uint(WG_SIZE)) {
-            uint mm, kk;
-            if (A_KCONTIG) { kk = e % uint(BK); mm = e / uint(BK); }
-            else { mm = e % uint(BM); kk = e / uint(BM); }
-            uint m = m0 + mm, k = k0 + kk;
-            As[kk * uint(BM) + mm] =
-                (m < p.M && k < p.K) ? LOAD(a_data, a_base + m * p.a_sm + k * p.a_sk) : 0.0;
+    float ra[MAX_LOADS];
+    float rb[MAX_LOADS];
+    // Tile coordinates of this invocation's loads: element e = t + i*WG_SIZE
+    // of the A (BM x BK) and B (BK x BN) tiles, along the contiguous dim.
+#define A_COORD(e, mm, kk)                                        \
+    if (A_KCONTIG) { kk = (e) % uint(BK); mm = (e) / uint(BK); }  \
+    else { mm = (e) % uint(BM); kk = (e) / uint(BM); }
+#define B_COORD(e, nn, kk)                                        \
+    if (B_NCONTIG) { nn = (e) % uint(BN); kk = (e) / uint(BN); }  \
+    else { kk = (e) % uint(BK); nn = (e) / uint(BK); }
+#define LOAD_TILE(k0)                                                                     \
+    [[unroll]] for (int i = 0; i < MAX_LOADS; ++i) {                                      \
+        if (i < NA) {                                                                     \
+            uint mm, kk;                                                                  \
+            A_COORD(t + uint(i * WG_SIZE), mm, kk)                                        \
+            uint m = m0 + mm, k = (k0) + kk;                                              \
+            ra[i] = (m < p.M && k < k_end) ? LOAD(a_data, a_base + m * p.a_sm + k * p.a_sk) : 0.0; \
+        }                                                                                 \
+    }                                                                                     \
+    [[unroll]] for (int i = 0; i < MAX_LOADS; ++i) {                                      \
+        if (i < NB) {                                                                     \
+            uint nn, kk;                                                                  \
+            B_COORD(t + uint(i * WG_SIZE), nn, kk)                                        \
+            uint n = n0 + nn, k = (k0) + kk;                                              \
+            rb[i] = (n < p.N && k < k_end) ? LOAD(b_data, b_base + k * p.b_sk + n * p.b_sn) : 0.0; \
+        }                                                                                 \
+    }
+
+    LOAD_TILE(k_begin)
+    for (uint k0 = k_begin; k0 < k_end; k0 += uint(BK)) {
+        [[unroll]] for (int i = 0; i < MAX_LOADS; ++i) {
+            if (i < NA) {
+                uint mm, kk;
+                A_COORD(t + uint(i * WG_SIZE), mm, kk)
+                As[kk * uint(BM) + mm] = ra[i];
+            }
         }
-        // B tile: BK x BN elements.
-        for (uint e = t; e < uint(BN * BK); e += uint(WG_SIZE)) {
-            uint nn, kk;
-            if (B_NCONTIG) { nn = e % uint(BN); kk = e / uint(BN); }
-            else { kk = e % uint(BK); nn = e / uint(BK); }
-            uint n = n0 + nn, k = k0 + kk;
-            Bs[kk * uint(BN) + nn] =
-                (n < p.N && k < p.K) ? LOAD(b_data, b_base + k * p.b_sk + n * p.b_sn) : 0.0;
+        [[unroll]] for (int i = 0; i < MAX_LOADS; ++i) {
+            if (i < NB) {
+                uint nn, kk;
+                B_COORD(t + uint(i * WG_SIZE), nn, kk)
+                Bs[kk * uint(BN) + nn] = rb[i];
+            }
         }
         barrier();
+        // The next tile's loads are in flight during this tile's FMAs.
+        if (k0 + uint(BK) < k_end) {
+            LOAD_TILE(k0 + uint(BK))
+        }
         [[unroll]] for (int kk = 0; kk < BK; ++kk) {
             float av[TM];
             float bv[TN];
@@ -115,16 +163,23 @@ void main() {
     }
 
     uint y_base = batch * p.M * p.N;
+#if VKNN_SPLITK
+    uint part_base = s * (gl_NumWorkGroups.z / p.splits) * p.M * p.N;
+#endif
     [[unroll]] for (int i = 0; i < TM; ++i) {
         uint m = m0 + ty + uint(i) * RM;
         if (m >= p.M) continue;
         [[unroll]] for (int j = 0; j < TN; ++j) {
             uint n = n0 + tx + uint(j) * RN;
             if (n >= p.N) continue;
+            uint idx = y_base + m * p.N + n;
+#if VKNN_SPLITK
+            part[part_base + idx] = acc[i][j];
+#else
             float v = p.alpha * acc[i][j];
             if (HAS_C) v += p.beta * LOAD(c_data, m * p.c_sm + n * p.c_sn);
-            uint idx = y_base + m * p.N + n;
             STORE(y_data, idx, PW_APPLY(v, idx));
+#endif
         }
     }
 }

@@ -3,7 +3,9 @@ ONNX's own conformance suite (and any tool written against that interface)
 can drive the engine.
 
 Devices: "CPU" runs on the numpy oracle only; "VULKAN" (or "GPU") prefers the
-Vulkan backend with automatic CPU fallback.
+Vulkan backend with automatic CPU fallback; "VULKAN_ONLY" refuses any model
+that would put an op on the CPU (Config.allow_cpu_fallback=False), which is
+how the conformance suite counts cases run entirely on the GPU.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from onnx.backend.base import Backend, BackendRep
 from vknn.runtime.config import Config
 from vknn.runtime.session import Session
 
-_DEVICES = {"CPU": ("cpu",), "VULKAN": ("vulkan", "cpu"), "GPU": ("vulkan", "cpu")}
+_DEVICES = {
+    "CPU": ("cpu",),
+    "VULKAN": ("vulkan", "cpu"),
+    "GPU": ("vulkan", "cpu"),
+    "VULKAN_ONLY": ("vulkan", "cpu"),
+}
 
 
 def _backends(device: str) -> tuple[str, ...]:
@@ -65,7 +72,10 @@ class VknnBackend(Backend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> VknnBackendRep:
-        config = Config(backends=_backends(device))
+        config = Config(
+            backends=_backends(device),
+            allow_cpu_fallback=device.split(":")[0].upper() != "VULKAN_ONLY",
+        )
         return VknnBackendRep(Session(model, config))
 
     @classmethod

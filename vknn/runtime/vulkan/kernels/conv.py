@@ -10,6 +10,13 @@ Which conv kernel:
   depthwise and other narrow groups (fewer than `GEMM_MIN_MG` output
   channels per group), where a GEMM tile would be mostly padding.
 
+Batch-1 grids are small (ResNet-50's last stage is 7x7 pixels: eight 64x64
+tiles for 132 SMs), so a GEMM whose grid is under `SPLITK_TARGET`
+workgroups splits K: conv.comp built with VKNN_SPLITK writes fp32 partial
+products of K slices to a scratch buffer the executor owns
+(`RecordContext.upload`, one per executor, grown as needed) and
+splitk_reduce.comp sums them in a fixed order with bias and epilogue.
+
 The weights are used in their given layout: [M, Cg, *K] row-major already is
 the GEMM's [M, K] matrix and the direct kernel's per-channel filter, so
 nothing is repacked (and non-constant weights work too). 1-D convs run as
@@ -24,12 +31,16 @@ from __future__ import annotations
 
 import math
 import struct
+import weakref
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.vulkan import epilogues
 from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
@@ -39,6 +50,8 @@ from vknn.runtime.vulkan.kernels import (
     local_size,
     register,
 )
+from vknn.runtime.vulkan.memory import TensorRef
+from vknn.runtime.vulkan.shaders import register_variant
 
 GEMM_MIN_MG = 8
 """Output channels per group from which the GEMM kernel beats the direct one."""
@@ -46,7 +59,17 @@ BK = 16
 """conv.comp's K step (its shared tiles are BK x 64)."""
 GEMM_SHARED_BYTES = 4 * BK * (65 + 64)
 
-_GEMM_PUSH = struct.Struct("<18I")
+SPLITK_TARGET = 256
+"""Workgroups a conv GEMM grid should reach (about 2 per SM of a big GPU)
+before K is split."""
+SPLITK_MIN_STEPS = 4
+"""BK steps each K slice keeps at least."""
+SPLITK_MAX = 64
+SPLITK_SCRATCH_FLOATS = 1 << 22
+"""Largest partial-product buffer (16 MiB) a split may use."""
+
+_GEMM_PUSH = struct.Struct("<22I")
+_REDUCE_PUSH = struct.Struct("<7I2f")
 _DIRECT_PUSH = struct.Struct("<18I")
 _BN_PUSH = struct.Struct("<4If")
 
@@ -157,18 +180,112 @@ def gate_conv(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = 
 
 
 def _gemm_tile(caps: DeviceCaps, g: dict[str, int]) -> tuple[int, int]:
-    """(TX, TY) threads of the GEMM workgroup: 16x16 (64x64 tiles) when that
-    still gives enough workgroups to fill a big GPU at batch 1, else 8x8
-    (32x32 tiles, 4x the workgroups)."""
+    """(TX, TY) threads of the GEMM workgroup: 16x16 (64x64 tiles) on devices
+    with 256-invocation workgroups unless the output has at most 32 channels
+    or pixels per group (a 64 tile would be mostly padding; split-K fills a
+    big GPU otherwise), else 8x8 (32x32 tiles)."""
     big = (
         caps.max_compute_work_group_invocations >= 256
         and caps.max_compute_work_group_size[0] >= 256
     )
-    if big:
-        count = -(-g["OH"] * g["OW"] // 64) * -(-g["Mg"] // 64) * g["N"] * g["G"]
-        if count >= 128:
-            return 16, 16
+    if big and g["Mg"] > 32 and g["OH"] * g["OW"] > 32:
+        return 16, 16
     return 8, 8
+
+
+def _magic(d: int, k: int) -> int:
+    """ceil(2^32 / d) when multiply-high division by it is exact for every
+    dividend below `k` (k * d <= 2^32), else 0 (the shader divides)."""
+    if d <= 1 or k * d > 1 << 32:
+        return 0
+    return -(-(1 << 32) // d)
+
+
+def splits_for(
+    ctx: RecordContext, k: int, groups: tuple[int, int, int], total: int
+) -> tuple[int, int]:
+    """(splits, kchunk) of a GEMM with grid `groups` (z is multiplied by the
+    splits), K = `k` and `total` outputs: 1 slice of all of K unless the
+    grid is small and K is long."""
+    wgs = math.prod(groups)
+    steps = -(-k // BK)
+    if ctx.upload is None or wgs >= SPLITK_TARGET or steps < 2 * SPLITK_MIN_STEPS:
+        return 1, k
+    want = min(
+        -(-SPLITK_TARGET // wgs), steps // SPLITK_MIN_STEPS, SPLITK_MAX,
+        SPLITK_SCRATCH_FLOATS // max(1, total),
+        ctx.caps.max_storage_buffer_range // max(1, 4 * total),
+        ctx.caps.max_compute_work_group_count[2] // groups[2],
+    )  # fmt: skip
+    if want < 2 or -(-total // local_size(ctx.caps)) > ctx.caps.max_compute_work_group_count[0]:
+        return 1, k
+    chunk = -(-steps // want)
+    return -(-steps // chunk), chunk * BK
+
+
+class OpPhase(int):
+    """The op_index of an op's later pass (split-K's sum): it indexes the same
+    step (profiles label it with its node), but compares unequal to the op's
+    first pass, so hazard tracking, which never separates dispatches of one
+    op, puts a barrier between the passes."""
+
+    phase: int
+
+    def __new__(cls, index: int, phase: int) -> OpPhase:
+        obj = super().__new__(cls, index)
+        obj.phase = phase
+        return obj
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, int):
+            return NotImplemented
+        return int(self) == int(other) and getattr(other, "phase", 0) == self.phase
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = int.__hash__
+
+
+_SCRATCH: weakref.WeakKeyDictionary[Any, TensorRef] = weakref.WeakKeyDictionary()
+
+
+def scratch(ctx: RecordContext, floats: int) -> TensorRef:
+    """An fp32 buffer of at least `floats` elements owned by the executor
+    behind `ctx.upload`, shared by its split-K steps (hazard tracking orders
+    them) and replaced by a larger one when a step needs more."""
+    assert ctx.upload is not None
+    owner = getattr(ctx.upload, "__self__", ctx.upload)
+    ref = _SCRATCH.get(owner)
+    if ref is None or ref.nbytes < 4 * floats:
+        ref = ctx.upload(np.zeros(floats, np.float32))
+        _SCRATCH[owner] = ref
+    return ref
+
+
+def record_splitk_reduce(
+    step: Step, ctx: RecordContext, part: TensorRef, splits: int, total: int,
+    kind: int, bias: Binding | None, y: TensorArg, extra: list[Any],
+    product: TensorSpec, params: tuple[int, int, int, int, float, float],
+) -> list[Dispatch]:  # fmt: skip
+    """The second pass of a split-K GEMM: y = epilogue(sum of `splits`
+    partials + bias / C), `params` = (inner, chans, c_sm, c_sn, alpha, beta)
+    as splitk_reduce.comp reads them."""
+    name, epi = epilogues.variant("splitk_reduce", step, product, extra, 3)
+    pipe = ctx.pipeline(name, ((1, kind),), 3 + len(epi), _REDUCE_PUSH.size, local_size(ctx.caps))
+    binds = [
+        Binding(part.buffer, part.offset, 4 * splits * total),
+        bias or y.binding(),
+        y.binding(write=True),
+        *epi,
+    ]
+    inner, chans, c_sm, c_sn, alpha, beta = params
+    return flat_dispatches(
+        pipe, binds, total,
+        lambda base: _REDUCE_PUSH.pack(total, base, splits, inner, chans, c_sm, c_sn, alpha, beta),
+        ctx.caps, OpPhase(ctx.op_index, 1), f"{step.node} ({step.kind} split-K sum)",
+    )  # fmt: skip
 
 
 def _record_gemm(
@@ -181,16 +298,40 @@ def _record_gemm(
         and g["OH"] == g["H"] and g["OW"] == g["W"]
     )  # fmt: skip
     spec = ((1, tx), (2, ty), (3, pointwise), (4, b is not None))
-    shader, epi = epilogues.variant("conv", step, _product(step), extra, 4)
-    pipe = ctx.pipeline(shader, spec, 4 + len(epi), _GEMM_PUSH.size, tx * ty)
     k = g["Cg"] * g["KH"] * g["KW"]
+    p_count = g["OH"] * g["OW"]
+    groups = (-(-p_count // (4 * tx)), -(-g["Mg"] // (4 * ty)), g["N"] * g["G"])
+    total = y.size
+    splits, kchunk = splits_for(ctx, k, groups, total)
     push = _GEMM_PUSH.pack(
         g["C"], g["H"], g["W"], g["M"], g["OH"], g["OW"], g["Cg"], g["Mg"], k,
         g["KH"], g["KW"], g["G"], g["SH"], g["SW"], g["DH"], g["DW"], g["PH"], g["PW"],
+        kchunk, splits, _magic(g["KH"] * g["KW"], k), _magic(g["KW"], g["KH"] * g["KW"]),
     )  # fmt: skip
-    groups = (-(-g["OH"] * g["OW"] // (4 * tx)), -(-g["Mg"] // (4 * ty)), g["N"] * g["G"])
-    binds = [x.binding(), w.binding(), (b or w).binding(), y.binding(write=True), *epi]
-    return [Dispatch(pipe, binds, push, groups, ctx.op_index, f"{step.node} (Conv gemm)")]
+    label = f"{step.node} (Conv gemm)"
+    if splits == 1:
+        shader, epi = epilogues.variant("conv", step, _product(step), extra, 4)
+        pipe = ctx.pipeline(shader, spec, 4 + len(epi), _GEMM_PUSH.size, tx * ty)
+        binds = [x.binding(), w.binding(), (b or w).binding(), y.binding(write=True), *epi]
+        return [Dispatch(pipe, binds, push, groups, ctx.op_index, label)]
+    part = scratch(ctx, splits * total)
+    shader = register_variant("conv", {"VKNN_SPLITK": "1"})
+    pipe = ctx.pipeline(shader, spec, 4, _GEMM_PUSH.size, tx * ty)
+    binds = [
+        x.binding(), w.binding(), w.binding(),
+        Binding(part.buffer, part.offset, 4 * splits * total, True),
+    ]  # fmt: skip
+    first = Dispatch(
+        pipe, binds, push, (groups[0], groups[1], groups[2] * splits), ctx.op_index,
+        f"{step.node} (Conv gemm, split-K x{splits})",
+    )  # fmt: skip
+    p_all = g["OH"] * g["OW"]
+    rest = record_splitk_reduce(
+        step, ctx, part, splits, total, 1 if b is not None else 0,
+        b.binding() if b is not None else None, y, extra, _product(step),
+        (p_all, g["M"], 0, 0, 1.0, 0.0),
+    )  # fmt: skip
+    return [first, *rest]
 
 
 def _record_direct(

@@ -13,7 +13,10 @@ kernel (a cooperative-matrix kernel would want a tiled prepack: see gaps).
 Tile size is chosen per step from the grid it yields: 64 x 64 tiles (256
 invocations, 4 x 4 outputs each) when that still gives >= 64 workgroups,
 else 32 x 32, because transformer-sized products (M = 128) otherwise leave
-most of a big GPU's SMs idle.
+most of a big GPU's SMs idle. A grid still under `conv.SPLITK_TARGET`
+workgroups with a long K is split along K (as conv does: matmul.comp built
+with VKNN_SPLITK writes fp32 partials, splitk_reduce.comp sums them and
+applies alpha, beta * C and the epilogue).
 
 Epilogue host (`epilogues.register_host`): a step that `attach_epilogues`
 merged with its `vx.fused_pointwise` epilogue (`epilogues.EPILOGUE_ATTR`:
@@ -36,7 +39,7 @@ import numpy as np
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.vulkan import epilogues, pointwise_codegen
 from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
@@ -44,12 +47,13 @@ from vknn.runtime.vulkan.kernels import (
     TensorArg,
     register,
 )
+from vknn.runtime.vulkan.kernels.conv import record_splitk_reduce, scratch, splits_for
 from vknn.runtime.vulkan.kernels.elementwise import collapse_broadcast
 from vknn.runtime.vulkan.shaders import register_variant
 
 MAX_BATCH_RANK = 3
 TILE_M_N = ((64, 64), (32, 32))
-_PUSH = struct.Struct("<9I3I3I3Iff")
+_PUSH = struct.Struct("<9I3I3I3Iff2I")
 
 
 def _strides(shape: tuple[int, ...]) -> list[int]:
@@ -285,6 +289,33 @@ def _record(
     pad = [1] * (MAX_BATCH_RANK - len(dims))
     zero = [0] * (MAX_BATCH_RANK - len(dims))
     spec = ((1, bm), (2, bn), (3, sa[1] == 1), (4, sb[1] == 1), (5, c is not None))
+    groups = (-(-n // bn), -(-m // bm), batch)
+    total = batch * m * n
+    splits, kchunk = splits_for(ctx, k, groups, total)
+    push = _PUSH.pack(
+        m, n, k, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
+        *(pad + dims), *(zero + bsa), *(zero + bsb), alpha, beta, kchunk, splits,
+    )  # fmt: skip
+    label = f"{step.node} ({step.kind})"
+    if splits > 1:
+        part = scratch(ctx, splits * total)
+        shader = register_variant("matmul", {"VKNN_SPLITK": "1"})
+        binds = [
+            a.binding(), b.binding(), Binding(part.buffer, part.offset, 4 * splits * total, True),
+            a.binding(),
+        ]  # fmt: skip
+        pipe = ctx.pipeline(shader, spec, len(binds), _PUSH.size, (bm // 4) * (bn // 4))
+        first = Dispatch(
+            pipe, binds, push, (groups[0], groups[1], batch * splits), ctx.op_index,
+            f"{step.node} ({step.kind}, split-K x{splits})",
+        )  # fmt: skip
+        product = TensorSpec("product", product_shape, y.dtype)
+        rest = record_splitk_reduce(
+            step, ctx, part, splits, total, 2 if c is not None else 0,
+            c.binding() if c is not None else None, y, ins[own:], product,
+            (n, m, sc[0], sc[1], alpha, beta),
+        )  # fmt: skip
+        return [first, *rest]
     shader = "matmul"
     bindings = [a.binding(), b.binding(), y.binding(write=True), (c or a).binding()]
     epi = epilogues.epilogue_of(step)
@@ -298,24 +329,7 @@ def _record(
         shader = register_variant("matmul", code.defines, {pointwise_codegen.PW_BODY: code.source})
         bindings += code.bindings([None, *extra])
     pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, (bm // 4) * (bn // 4))
-    push = _PUSH.pack(
-        m,
-        n,
-        k,
-        sa[0],
-        sa[1],
-        sb[0],
-        sb[1],
-        sc[0],
-        sc[1],
-        *(pad + dims),
-        *(zero + bsa),
-        *(zero + bsb),
-        alpha,
-        beta,
-    )
-    groups = (-(-n // bn), -(-m // bm), batch)
-    return [Dispatch(pipe, bindings, push, groups, ctx.op_index, f"{step.node} ({step.kind})")]
+    return [Dispatch(pipe, bindings, push, groups, ctx.op_index, label)]
 
 
 register(KernelSpec("vx.matmul", gate_matmul, record_matmul))
