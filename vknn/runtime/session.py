@@ -172,6 +172,10 @@ class Session:
             from vknn.runtime.vulkan.context import shared_device
 
             device, pipelines, no_vulkan = shared_device()
+        if device is not None:
+            from vknn.runtime.vulkan.split_large import split_oversized_gemms
+
+            split_oversized_gemms(plan, device.caps.max_storage_buffer_range)
         assign_backends(plan, self.config, device.caps if device else None, no_vulkan)
         if device is not None:
             from vknn.runtime.partition import slot_specs

@@ -104,6 +104,10 @@ def _write_support_report(module, args: argparse.Namespace) -> None:  # type: ig
 
         caps = DeviceCaps.lavapipe_like() if args.caps == "lavapipe" else DeviceCaps.h200_like()
     plan = module_to_plan(module)
+    if caps is not None:
+        from vknn.runtime.vulkan.split_large import split_oversized_gemms
+
+        split_oversized_gemms(plan, caps.max_storage_buffer_range)
     assign_backends(plan, config, caps, why)
     report = support_report(plan)
     args.support_report.write_text(json.dumps(report, indent=1) + "\n")
