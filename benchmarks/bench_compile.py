@@ -5,8 +5,9 @@
 Prints, per model, the median over `--runs` of the import time and of the
 pipeline time (in-process, Python start-up excluded), the graph-op count
 before and after (function-level ops; constants excluded), and what is left:
-BatchNormalizations, fused pointwise ops, layout converts, onnx ops. Without model arguments it runs the nine light models of the onnx
-wheel. Measures this machine as it is; state the machine with the figures.
+BatchNormalizations, fused pointwise ops, layout converts, onnx ops.
+Without model arguments it runs the nine light models of the onnx wheel.
+Measures this machine as it is; state the machine with the figures.
 """
 
 from __future__ import annotations
