@@ -471,6 +471,7 @@ class ExpandIntegerOps(RewritePattern):
             return b.const(x_c.astype(np.float32) - z, f"{tag}_centered")
         xf = _as_float(b, x, tag)
         if zp_f is not None:
+            zp_f = _per_axis(b, zp_f, x, axis, tag)
             return b.op("Sub", [xf, zp_f], xf.type, f"{tag}_sub")
         if zp_c is not None and np.any(zp_c):
             if zp_c.size > 1:
@@ -482,6 +483,20 @@ class ExpandIntegerOps(RewritePattern):
                 f"{tag}_sub",
             )
         return xf
+
+
+def _per_axis(b: Builder, zp: SSAValue, x: SSAValue, axis: int | None, tag: str) -> SSAValue:
+    """A computed per-axis zero point shaped to broadcast along `axis` of x
+    (ConvInteger's is per output channel: axis 0 of a [M, C, kh, kw] weight)."""
+    zt, xt = zp.type, x.type
+    if axis is None or not isinstance(zt, TensorType) or not isinstance(xt, TensorType):
+        return zp
+    rank = len(xt.get_shape())
+    ax = axis + rank if axis < 0 else axis
+    if len(zt.get_shape()) != 1 or zt.get_shape()[0] == 1 or ax == rank - 1:
+        return zp
+    shape = b.const(np.array([-1] + [1] * (rank - ax - 1), np.int64), f"{tag}_zp_shape")
+    return b.op("Reshape", [zp, shape], UnrankedTensorType(f32), f"{tag}_zp_axis")
 
 
 def _as_float(b: Builder, v: SSAValue, tag: str) -> SSAValue:
