@@ -221,6 +221,24 @@ def cosine(a, b) -> float:  # type: ignore[no-untyped-def]
     return float(a @ b / d) if d else float("nan")
 
 
+def _print_rows(name: str, per: dict[str, dict]) -> None:
+    base_ncnn = per.get("ncnn", {}).get("median_ms")
+    base_ort = per.get("ort", {}).get("median_ms")
+    for engine, r in per.items():
+        if "error" in r:
+            print(f"{name:14s} {engine:10s} error: {r['error']}")
+            continue
+        vs_ncnn = f"{base_ncnn / r['median_ms']:.2f}" if base_ncnn else ""
+        vs_ort = f"{base_ort / r['median_ms']:.2f}" if base_ort else ""
+        print(
+            f"{name:14s} {engine:10s} {r['median_ms']:8.3f} {r['p10_ms']:7.3f} "
+            f"{r['p90_ms']:7.3f} {r['first_ms']:8.0f} {r['peak_rss_mb']:7.0f} "
+            f"{r['sm_clock']:>10s} {r.get('cosine_vs_ort', float('nan')):9.6f} "
+            f"{vs_ncnn:>7s} {vs_ort:>7s}",
+            flush=True,
+        )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="resnet50,mobilenet_v2,resnet18,squeezenet,bert")
@@ -242,9 +260,18 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     engines = args.engines.split(",")
     results: dict[str, dict[str, dict]] = {}
+    print(
+        f"\nmedian latency of {args.runs} runs (ms), first run (ms), peak RSS (MB); "
+        "SM clock logged per row"
+    )
+    header = (
+        f"{'model':14s} {'engine':10s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'first':>8s} "
+        f"{'rss':>7s} {'clock':>10s} {'cos/ort':>9s} {'x ncnn':>7s} {'x ort':>7s}"
+    )
+    print(header, flush=True)
     for name in args.models.split(","):
         path = build_model(name, args.work)
-        results[name] = {}
+        results[name] = per = {}
         for engine in engines:
             cmd = [
                 sys.executable,
@@ -260,40 +287,19 @@ def main() -> int:
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 err = (proc.stderr.strip().splitlines() or ["?"])[-1]
-                results[name][engine] = {"error": err[:200]}
+                per[engine] = {"error": err[:200]}
             else:
-                results[name][engine] = json.loads(proc.stdout.strip().splitlines()[-1])
+                per[engine] = json.loads(proc.stdout.strip().splitlines()[-1])
         ref_path = path.with_name(f"{path.stem}.ort.out.npy")
         if ref_path.exists():
             ref = np.load(ref_path)
-            for engine, r in results[name].items():
+            for engine, r in per.items():
                 out = path.with_name(f"{path.stem}.{engine}.out.npy")
                 if "error" not in r and out.exists():
                     r["cosine_vs_ort"] = cosine(ref, np.load(out))
-    print(
-        f"\nmedian latency of {args.runs} runs (ms), first run (ms), peak RSS (MB); "
-        "SM clock logged per row"
-    )
-    header = (
-        f"{'model':14s} {'engine':10s} {'median':>8s} {'p10':>7s} {'p90':>7s} {'first':>8s} "
-        f"{'rss':>7s} {'clock':>10s} {'cos/ort':>9s} {'x ncnn':>7s} {'x ort':>7s}"
-    )
-    print(header)
-    for name, per in results.items():
-        base_ncnn = per.get("ncnn", {}).get("median_ms")
-        base_ort = per.get("ort", {}).get("median_ms")
-        for engine, r in per.items():
-            if "error" in r:
-                print(f"{name:14s} {engine:10s} error: {r['error']}")
-                continue
-            vs_ncnn = f"{base_ncnn / r['median_ms']:.2f}" if base_ncnn else ""
-            vs_ort = f"{base_ort / r['median_ms']:.2f}" if base_ort else ""
-            print(
-                f"{name:14s} {engine:10s} {r['median_ms']:8.3f} {r['p10_ms']:7.3f} "
-                f"{r['p90_ms']:7.3f} "
-                f"{r['first_ms']:8.0f} {r['peak_rss_mb']:7.0f} {r['sm_clock']:>10s} "
-                f"{r.get('cosine_vs_ort', float('nan')):9.6f} {vs_ncnn:>7s} {vs_ort:>7s}"
-            )
+        _print_rows(name, per)  # as each model finishes: partial runs keep their rows
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
     print(
         "x ncnn / x ort: speed-up of the row over ncnn-vulkan / onnxruntime-cpu (higher is faster)"
     )
