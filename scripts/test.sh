@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 . .venv/bin/activate
+# Every Vulkan device the tests open runs under the Khronos validation layer;
+# the Vulkan tests fail on any message it reports.
+export VKNN_VALIDATION="${VKNN_VALIDATION:-1}"
 echo "== ruff"
 ruff check vknn tests benchmarks
 echo "== lit"
