@@ -8,7 +8,6 @@ and no inf/NaN."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -104,30 +103,7 @@ def check(got: np.ndarray, want: np.ndarray, fp16: bool) -> None:
 PRECISIONS = ["high", "low"]
 
 
-@pytest.fixture(scope="module")
-def device():  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.device import Device, VulkanError, vulkan_unavailable_reason
-
-    why = vulkan_unavailable_reason()
-    if why is not None:
-        pytest.skip(f"no Vulkan device: {why}")
-    try:
-        dev = Device.open(validation=os.environ.get("VKNN_VALIDATION", "1") != "0")
-    except VulkanError as e:
-        pytest.skip(f"no usable Vulkan device: {e}")
-    yield dev
-    msgs = list(dev.messages)
-    dev.close()
-    msgs += dev.messages[len(msgs) :]
-    assert not msgs, "validation messages at teardown:\n" + "\n".join(map(str, msgs))
-
-
-@pytest.fixture
-def clean(device):  # type: ignore[no-untyped-def]
-    start = len(device.messages)
-    yield device
-    new = device.messages[start:]
-    assert not new, "validation messages:\n" + "\n".join(map(str, new))
+# `device` and `clean` come from tests/unit/vulkan/conftest.py.
 
 
 # ---------------------------------------------------------------------------

@@ -45,9 +45,7 @@ def test_model_runs_entirely_on_vulkan(name: str, session_device) -> None:  # ty
     refs = _reference(model, feeds)
     for out_name, out in sess.run(feeds).items():
         cos, err, scale = cosine_and_error(refs[out_name], out)
-        print(
-            f"{name}:{out_name} high: cosine {cos:.7f}, max abs err {err:.3g} (ref {scale:.3g})"
-        )
+        print(f"{name}:{out_name} high: cosine {cos:.7f}, max abs err {err:.3g} (ref {scale:.3g})")
         assert cos >= 0.99999, f"{name}:{out_name}: cosine {cos}"
         assert err <= 1e-3 * scale + 1e-6, f"{name}:{out_name}: max abs err {err}"
 
