@@ -173,6 +173,16 @@ class _PlanBuilder:
         return steps
 
 
+def op_step(op: Operation) -> Step:
+    """One op as a plan step whose inputs are slots 0..n-1 (its operands in
+    order) — how compile-time evaluation runs a single op on a CPU kernel."""
+    b = _PlanBuilder()
+    for v in op.operands:
+        if not isinstance(v.type, NoneType) and v not in b.slots:
+            b.new_slot(v)
+    return b.step(op)
+
+
 def module_to_plan(module: ModuleOp) -> Plan:
     funcs = [op for op in module.ops if isinstance(op, FuncOp)]
     if len(funcs) != 1:

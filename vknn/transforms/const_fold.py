@@ -166,6 +166,50 @@ class FoldConstantOperands(RewritePattern):
             replace_with_constants(rewriter, op, outs)
 
 
+class FoldVxConstantOperands(RewritePattern):
+    """A `vx` op whose operands are all constants, evaluated by its CPU kernel
+    (the engine's numeric oracle), e.g. a transpose or cast of a weight that a
+    later rewrite produced."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not op.name.startswith("vx.") or op.name in ("vx.constant", "vx.yield") or op.regions:
+            return
+        if not op.operands or not op.results:
+            return
+        values = [constant_value(v) for v in op.operands]
+        if any(v is None for v in values):
+            return
+        for r in op.results:
+            shape = static_shape(r.type)
+            if shape is None or int(np.prod(shape)) > _MAX_FOLD_ELEMENTS:
+                return
+        from vknn.ir.to_plan import op_step
+        from vknn.runtime.cpu import kernel_for
+
+        kernel = kernel_for(op.name)
+        if kernel is None:
+            return
+        step = op_step(op)
+        try:
+            outs = kernel(step, list(values))
+        except Exception:
+            return  # left for run time, where a failure names the node
+        _replace_with_vx_constants(rewriter, op, outs)
+
+
+def _replace_with_vx_constants(rewriter: PatternRewriter, op: Operation, values: list) -> None:
+    from vknn.dialects.vx import ConstantOp
+
+    name = _node_name(op)
+    new_ops = []
+    for i, (result, value) in enumerate(zip(op.results, values, strict=True)):
+        elem_dtype = numpy_dtype(result.type.element_type)  # type: ignore[attr-defined]
+        value = np.asarray(value).astype(elem_dtype, copy=False)
+        attr = from_numpy(value, result.name_hint or (f"{name}_out{i}" if i else name))
+        new_ops.append(ConstantOp(attr, {NAME_ATTR: StringAttr(name)}))
+    rewriter.replace_matched_op(new_ops, [c.results[0] for c in new_ops])
+
+
 def evaluate(op: OnnxOp, values: list[np.ndarray | None]) -> list[np.ndarray] | None:
     """Run one op on constant inputs with ONNX's reference implementation."""
     names = ValueNames([op])
@@ -194,7 +238,7 @@ class ConstFoldPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = GreedyRewritePatternApplier(
-            [FoldShape(), FoldConstantOfShape(), FoldConstantOperands()]
+            [FoldShape(), FoldConstantOfShape(), FoldConstantOperands(), FoldVxConstantOperands()]
         )
         for _ in range(self.max_rounds):
             walker = PatternRewriteWalker(patterns, apply_recursively=True)
@@ -210,10 +254,14 @@ def _drop_unused_constants(module: ModuleOp) -> None:
     dead = [
         o
         for o in module.walk()
-        if o.name in ("onnx.Constant", "onnx.NoValue") and all(not r.uses for r in o.results)
+        if o.name in ("onnx.Constant", "onnx.NoValue", "vx.constant")
+        and all(not r.uses for r in o.results)
     ]
     for o in reversed(dead):
-        handle = getattr(o.attributes.get("value"), "resource_handle", None)
+        value = o.attributes.get("value")
+        if value is None:
+            value = o.properties.get("value")
+        handle = getattr(value, "resource_handle", None)
         o.detach()
         o.erase()
         if handle is not None and not _handle_used(module, handle.data):

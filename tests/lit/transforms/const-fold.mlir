@@ -56,3 +56,18 @@ builtin.module attributes {onnx.opset = 13 : i64} {
     func.return %y, %r : tensor<*xf32>, tensor<*xf32>
   }
 }
+
+// -----
+
+// vx ops on constants fold through their CPU kernels (the numeric oracle);
+// a vx op reading an input stays.
+// CHECK-LABEL: func.func @vx_ops
+func.func @vx_ops(%x: tensor<3x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  // CHECK-NOT: vx.transpose
+  // CHECK: %[[T:.*]] = vx.constant {{.*}}dense<{{\[}}[1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+  %c = vx.constant {onnx.name = "c"} dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %t = vx.transpose %c {perm = array<i64: 1, 0>, onnx.name = "t"} : tensor<2x3xf32> -> tensor<3x2xf32>
+  // CHECK: vx.binary add %x, %[[T]]
+  %y = vx.binary add %x, %t {onnx.name = "add"} : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  func.return %t, %y : tensor<3x2xf32>, tensor<3x2xf32>
+}
