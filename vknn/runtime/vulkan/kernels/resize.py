@@ -17,6 +17,7 @@ import struct
 import numpy as np
 
 from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.resize_coords import nearest_index, source_coords
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.dtypes import is_float
@@ -42,43 +43,6 @@ _PUSH = struct.Struct(f"<III{RANK}I{RANK}i{RANK}i")
 F32 = np.float32
 
 
-def source_coords(mode: str, out_len: int, in_len: int, scale: float) -> np.ndarray:
-    """Input coordinate of each output index along one axis, in f32 with the
-    oracle's (and onnxruntime's) operation order."""
-    x = np.arange(out_len, dtype=F32)
-    s = F32(scale)
-    half = F32(0.5)
-    if mode == "half_pixel":
-        return (x + half) / s - half
-    if mode == "pytorch_half_pixel":
-        return (x + half) / s - half if out_len > 1 else np.zeros(out_len, F32)
-    if mode == "align_corners":
-        if out_len == 1:
-            return np.zeros(out_len, F32)
-        return x * F32(in_len - 1) / F32(out_len - 1)
-    if mode == "asymmetric":
-        return x / s
-    if mode == "half_pixel_symmetric":
-        adjustment = F32(out_len) / (s * F32(in_len))
-        offset = F32(in_len) / F32(2) * (F32(1) - adjustment)
-        xd = x.astype(np.float64)  # the last step in f64, rounded once (onnxruntime)
-        return (np.float64(offset) + (xd + 0.5) / np.float64(s) - 0.5).astype(F32)
-    raise ValueError(f"coordinate mode {mode!r}")
-
-
-def _nearest(x: np.ndarray, mode: str) -> np.ndarray:
-    if mode == "round_prefer_floor":
-        tie = x == np.floor(x) + F32(0.5)
-        r = np.where(tie, np.floor(x), np.copysign(np.floor(np.abs(x) + F32(0.5)), x))
-    elif mode == "round_prefer_ceil":
-        r = np.copysign(np.floor(np.abs(x) + F32(0.5)), x)
-    elif mode == "floor":
-        r = np.floor(x)
-    else:
-        r = np.ceil(x)
-    return r.astype(np.int64)
-
-
 def axis_table(step: Step, in_len: int, out_len: int, scale: float) -> tuple[np.ndarray, bool]:
     """[out_len, 3] int32 rows (i0, i1, bits of w1) of one axis, and whether
     the axis interpolates (linear with some non-zero weight)."""
@@ -90,7 +54,7 @@ def axis_table(step: Step, in_len: int, out_len: int, scale: float) -> tuple[np.
         x = source_coords(a["coordinate_mode"], out_len, in_len, scale)
         last = in_len - 1
         if a["mode"] == "nearest":
-            i0 = np.clip(_nearest(x, a["nearest_mode"]), 0, last)
+            i0 = np.clip(nearest_index(x, a["nearest_mode"]), 0, last)
             i1, w = i0, np.zeros(out_len, F32)
         else:
             xc = np.clip(x, F32(0), F32(last))
