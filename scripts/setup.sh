@@ -24,6 +24,34 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Mesa >= 25 (lavapipe with VK_KHR_shader_float_controls2, so the fastmath
+# path runs on a real driver in CI) comes from the backports suite of the
+# machine's own Debian release; its source line is derived from the system's
+# apt sources rather than written here.
+mesa_version() { dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || echo 0; }
+if [ -r /etc/os-release ] && grep -q '^ID=debian' /etc/os-release \
+    && dpkg --compare-versions "$(mesa_version)" lt 25; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    list=/etc/apt/sources.list.d/vknn-backports.sources
+    if [ ! -f "$list" ] && [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        # The stanza that carries the release suite, retargeted at <release>-backports.
+        awk -v rel="$codename" 'BEGIN{RS="";ORS="\n\n"} $0 ~ "Suites: " rel "( |$|\n)"' \
+            /etc/apt/sources.list.d/debian.sources \
+            | sed "s/^Suites: .*/Suites: ${codename}-backports/" | $SUDO tee "$list" >/dev/null
+    elif [ ! -f "$list" ] && [ -f /etc/apt/sources.list ]; then
+        grep -E "^deb .* ${codename} " /etc/apt/sources.list | head -1 \
+            | sed "s/ ${codename} / ${codename}-backports /" \
+            | $SUDO tee /etc/apt/sources.list.d/vknn-backports.list >/dev/null
+    fi
+    echo "setup: installing mesa-vulkan-drivers from ${codename}-backports (Mesa >= 25)"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+        -t "${codename}-backports" mesa-vulkan-drivers >/dev/null \
+        || echo "setup: Mesa from backports unavailable; keeping $(mesa_version)"
+fi
+
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi

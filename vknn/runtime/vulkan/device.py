@@ -108,12 +108,20 @@ def _instance_extensions() -> set[str]:
     return {_cstr(props[i].extensionName) for i in range(n[0])}
 
 
-def _instance_layers() -> set[str]:
+def _instance_layers() -> dict[str, tuple[int, int, int]]:
+    """Installed instance layers -> the Vulkan header version each was built with."""
     n = ffi.new("uint32_t*")
     check(lib.vkEnumerateInstanceLayerProperties(n, ffi.NULL), "layer count")
     props = ffi.new("VkLayerProperties[]", n[0])
     check(lib.vkEnumerateInstanceLayerProperties(n, props), "layers")
-    return {_cstr(props[i].layerName) for i in range(n[0])}
+    return {_cstr(props[i].layerName): _version(props[i].specVersion) for i in range(n[0])}
+
+
+FLOAT_CONTROLS2_HEADER = (1, 3, 280)
+"""The first Vulkan header with VK_KHR_shader_float_controls2: a validation
+layer built from an older one (Debian 12 ships 1.3.239) reports the extension's
+feature struct as an unknown pNext and its SPIR-V capability as invalid, so
+under such a layer the extension is left off (fastmath then stays off)."""
 
 
 def _create_instance(validation: bool, keep: list[Any], messenger_info: Any = None) -> Any:
@@ -477,12 +485,19 @@ class Device:
             check(create(self.instance, messenger_info, ffi.NULL, out), "create messenger")
             self._messenger = out[0]
 
+        self.skipped_extensions: dict[str, str] = {}
+        if self.validation:
+            layer_header = _instance_layers().get(VALIDATION_LAYER, (0, 0, 0))
+            if layer_header < FLOAT_CONTROLS2_HEADER:
+                self.skipped_extensions[EXT_FLOAT_CONTROLS2] = (
+                    f"the validation layer ({'.'.join(map(str, layer_header))}) predates it"
+                )
         self.physical = select_physical_device(self.instance, want)
         props = _properties(self.physical)
         api = _version(props.apiVersion)
         if api < (1, 1, 0):
             raise VulkanError(f"{_cstr(props.deviceName)}: Vulkan {api} < 1.1")
-        exts = _device_extensions(self.physical)
+        exts = _device_extensions(self.physical) - set(self.skipped_extensions)
         self.queue_family = compute_queue_family(self.physical)
 
         # Query, then enable only what VKNN uses (everything else left off).
