@@ -13,13 +13,22 @@ class Config:
     backends: tuple[str, ...] = ("vulkan", "cpu")
     """Backends in priority order; each op runs on the first whose gate accepts
     it. `("cpu",)` runs the whole model on the numpy oracle."""
-    precision: str = "high"
-    """`high` fp32; `low` fp16 storage with fp32 accumulation; `normal` low
-    except the tensors a named rule keeps in fp32 (Vulkan backend)."""
+    precision: str | None = None
+    """`high` fp32; `low` fp16 storage with fp32 accumulation (stores round to
+    nearest even, saturate at +-65504); `normal` low except the tensors a named
+    rule keeps in fp32 (Vulkan backend; `vknn.runtime.vulkan.precision_rules`:
+    softmax_io, layernorm_io, sum_out), converted where fp16 steps meet them.
+    None (the default): `high` for an ONNX model, the compiled precision for a
+    .vxm; a Session resolves it, so `session.config.precision` is never None."""
     allow_cpu_fallback: bool = True
     """False turns any op the preferred backend refuses into an error naming it."""
     disable_vk_ops: str = ""
     """Comma-separated op kinds forced off the Vulkan backend, e.g. "Conv,Softmax"."""
+    fold_gpu_islands: int = 2
+    """Runs of at most this many cheap Vulkan ops between two CPU ops run on
+    the CPU instead (saves a download/submit/upload round trip); 0 turns the
+    hint off. Never applied with allow_cpu_fallback=False, and the support
+    report counts fallbacks without it."""
     cache_file: str | None = None
     fastmath: str = "auto"
     autotune: str = "off"
@@ -31,6 +40,10 @@ class Config:
     """Static shapes for inputs with dynamic axes, by input name."""
     dims: dict[str, int] = field(default_factory=dict)
     """Values of symbolic dimensions, by name (e.g. {"seq": 128})."""
+    buckets: list[dict[str, tuple[int, ...]]] = field(default_factory=list)
+    """Input-shape sets to compile a plan for at creation, e.g.
+    [{"x": (1, 3, 224, 224)}, {"x": (4, 3, 224, 224)}]; the first is the
+    default. `shapes` fills the inputs a bucket leaves out."""
 
     def __post_init__(self) -> None:
         from vknn.errors import InvalidArgument
@@ -43,10 +56,11 @@ class Config:
             raise InvalidArgument(
                 f"Config.backends: unknown backend(s) {bad}; known: {list(BACKENDS)}"
             )
-        if self.precision not in PRECISIONS:
+        if self.precision is not None and self.precision not in PRECISIONS:
             raise InvalidArgument(
                 f"Config.precision must be one of {list(PRECISIONS)}, got '{self.precision}'"
             )
+        self.buckets = [_bucket(b, i) for i, b in enumerate(self.buckets)]
         if self.fastmath not in ("auto", "on", "off"):
             raise InvalidArgument(f"Config.fastmath must be auto, on or off, got '{self.fastmath}'")
         if self.autotune not in ("off", "fast", "thorough"):
@@ -57,3 +71,18 @@ class Config:
     @property
     def disabled_vk_ops(self) -> set[str]:
         return {s.strip() for s in self.disable_vk_ops.split(",") if s.strip()}
+
+
+def _bucket(b: object, index: int) -> dict[str, tuple[int, ...]]:
+    """Config.buckets[index] as {name: tuple of ints}, or InvalidArgument."""
+    from vknn.errors import InvalidArgument
+
+    try:
+        if not isinstance(b, dict) or not b:
+            raise TypeError
+        return {str(k): tuple(int(d) for d in v) for k, v in b.items()}
+    except (TypeError, ValueError):
+        raise InvalidArgument(
+            f"Config.buckets[{index}] must be a non-empty dict of input name -> shape "
+            f"(a tuple of ints), got {b!r}"
+        ) from None

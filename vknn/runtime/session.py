@@ -66,6 +66,24 @@ def _declared(vi: Any) -> TensorInfo:
     return TensorInfo(vi.name, tuple(dims), dtype)
 
 
+def _stored_info(d: dict[str, Any]) -> TensorInfo:
+    """A TensorInfo from a .vxm's metadata (`{"name", "dims", "dtype"}`)."""
+    dims = d.get("dims")
+    return TensorInfo(
+        str(d["name"]), None if dims is None else tuple(dims), np.dtype(str(d["dtype"]))
+    )
+
+
+def _with_precision(config: Config, default: str) -> Config:
+    """`config` with Config.precision None resolved to `default` (a copy: the
+    caller's Config is left as given)."""
+    if config.precision is not None:
+        return config
+    from dataclasses import replace
+
+    return replace(config, precision=default)
+
+
 def _fmt(shape: Any) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
@@ -119,10 +137,36 @@ def _step_nodes(step: Any) -> list[str]:
 
 
 class Session:
-    def __init__(self, model: str | Path | ModelProto | bytes, config: Config | None = None):
+    def __init__(
+        self,
+        model: str | Path | ModelProto | bytes,
+        config: Config | None = None,
+        autotune_table: dict[str, dict[str, Any]] | None = None,
+    ):
+        """`model`: an ONNX model (path, bytes or ModelProto), compiled here
+        once per input-shape bucket (`Config.shapes` / `Config.buckets`, more
+        with `prepare_shapes`); or a compiled `.vxm` (path ending in .vxm, or
+        a file or bytes starting with its magic), whose buckets are loaded as
+        compiled, without the compiler or xDSL. `Config.precision` left at
+        None means `high` for an ONNX model and, for a .vxm, the precision it
+        was compiled with (`vknn compile --precision`); an explicit value wins.
+        A .vxm's pipeline and dims are fixed at compile time.
+
+        `autotune_table` (key -> config, e.g. from a cache): with
+        `Config.autotune` on, its entries are used as they are and the new
+        measurements are added to it; `self.autotune_table` is that dict."""
+        from vknn.runtime.vxm import is_vxm
+
+        self.autotune_table: dict[str, dict[str, Any]] = (
+            autotune_table if autotune_table is not None else {}
+        )
+        self._vxm: Any = None
+        if is_vxm(model):
+            self._open_vxm(model, config)  # type: ignore[arg-type]
+            return
         from vknn.frontend.loader import load_model_bytes, load_model_file
 
-        self.config = config or Config()
+        self.config = _with_precision(config or Config(), "high")
         if isinstance(model, ModelProto):
             self._proto, self._base_dir, self._name = model, None, "<model>"
         elif isinstance(model, bytes):
@@ -136,7 +180,35 @@ class Session:
         self.outputs = [_declared(vi) for vi in g.output]
         self._buckets: dict[tuple[Shape, ...], Bucket] = {}
         self._bucket: Bucket | None = None
-        self._prepare(self._default_shapes())
+        for shapes in self._initial_shapes():
+            self._prepare(shapes)
+
+    def _open_vxm(self, model: str | Path | bytes, config: Config | None) -> None:
+        """Load a compiled .vxm: its plans become the buckets, as compiled."""
+        from vknn.runtime.vxm import decode_vxm, load_vxm
+
+        if isinstance(model, bytes | bytearray):
+            vxm = decode_vxm(bytes(model), "<bytes>")
+        else:
+            vxm = load_vxm(model)
+        self._vxm = vxm
+        self._proto, self._base_dir, self._name = None, None, vxm.path
+        self.config = _with_precision(config or Config(), vxm.precision)
+        meta = vxm.metadata
+        self.inputs = [_stored_info(d) for d in meta.get("inputs", ())]
+        self.outputs = [_stored_info(d) for d in meta.get("outputs", ())]
+        self._buckets = {}
+        self._bucket = None
+        for plan in vxm.plans:
+            self._add_plan(plan)
+        wanted = [b for b in self._initial_shapes() if b]
+        for shapes in wanted:
+            key = self._key_of(shapes)
+            if key not in self._buckets:
+                raise InvalidArgument(
+                    f"Config.shapes/buckets ask for {self._fmt_shapes(shapes)}, which "
+                    f"{self._name} was not compiled for; {self._recompile_hint(shapes)}"
+                )
 
     # -- planning ----------------------------------------------------------
     def _default_shapes(self) -> dict[str, Shape] | None:
@@ -144,19 +216,38 @@ class Session:
         Config.shapes/dims; None leaves dynamic dims to infer-shapes' rules."""
         return dict(self.config.shapes) if self.config.shapes else None
 
+    def _initial_shapes(self) -> list[dict[str, Shape] | None]:
+        """The buckets compiled at creation: each of Config.buckets (completed
+        by Config.shapes), else the one of Config.shapes; the first is the default."""
+        if not self.config.buckets:
+            return [self._default_shapes()]
+        return [{**self.config.shapes, **b} for b in self.config.buckets]
+
     def prepare_shapes(self, shapes: dict[str, Shape]) -> None:
-        """Compile an additional plan bucket for these input shapes."""
+        """Compile an additional plan bucket for these input shapes (ONNX
+        sessions only: a .vxm holds the buckets it was compiled with)."""
         for name in shapes:
             if name not in {i.name for i in self.inputs}:
                 raise InvalidArgument(
                     f"prepare_shapes: unknown input '{name}' (inputs: {self._input_names()})"
                 )
-        self._prepare({k: tuple(int(d) for d in v) for k, v in shapes.items()})
+        shapes = {k: tuple(int(d) for d in v) for k, v in shapes.items()}
+        if self._vxm is not None:
+            raise InvalidArgument(
+                f"prepare_shapes({self._fmt_shapes(shapes)}): {self._name} is a compiled .vxm "
+                f"model with buckets [{self._available()}] and cannot compile new ones; "
+                + self._recompile_hint(shapes)
+            )
+        self._prepare(shapes)
 
     def _prepare(self, shapes: dict[str, Shape] | None) -> Bucket:
+        """Compile the ONNX model for `shapes` and add the bucket."""
+        return self._add_plan(self._compile_plan(shapes))
+
+    def _compile_plan(self, shapes: dict[str, Shape] | None) -> Plan:
+        """The ONNX model through the compiler pipeline (xDSL) to a plain plan."""
         from vknn.compiler import compile_module, release_weights
         from vknn.frontend import import_model
-        from vknn.runtime.partition import assign_backends, make_segments
 
         module = import_model(self._proto, base_dir=self._base_dir, name=self._name)
         try:
@@ -165,7 +256,14 @@ class Session:
             )
         finally:
             release_weights(module)
-        plan = result.plan
+        return result.plan
+
+    def _add_plan(self, plan: Plan) -> Bucket:
+        """Partition `plan` for this session's device and config, build its
+        Vulkan executors and register it as the bucket of its input shapes
+        (shared by the ONNX and .vxm paths; mutates `plan`)."""
+        from vknn.runtime.partition import assign_backends, make_segments
+
         device = pipelines = None
         no_vulkan = None
         if "vulkan" in self.config.backends:
@@ -204,6 +302,7 @@ class Session:
 
     def _executor(self, plan: Plan, seg: Segment, device: Any, pipelines: Any) -> Any:
         from vknn.runtime.partition import slot_specs
+        from vknn.runtime.spirv import fastmath_enabled
         from vknn.runtime.vulkan.executor import VulkanExecutor
 
         specs = slot_specs(plan)
@@ -219,6 +318,9 @@ class Session:
             precision=self.config.precision,
             profiling=self.config.profiling,
             pipelines=pipelines,
+            fastmath=fastmath_enabled(self.config.fastmath, device.caps),
+            autotune=self.config.autotune,
+            autotune_table=self.autotune_table,
         )
 
     @staticmethod
@@ -271,16 +373,35 @@ class Session:
                     f"input '{spec.name}': expected rank {len(spec.shape)} {_fmt(spec.shape)}, "
                     f"got rank {len(got)} {_fmt(got)}"
                 )
-        available = "; ".join(
-            ", ".join(
-                f"{spec.name}={_fmt(s)}" for (spec, _), s in zip(plan.inputs, key, strict=True)
-            )
-            for key in self._buckets
-        )
-        given = ", ".join(f"{spec.name}={_fmt(inputs[spec.name].shape)}" for spec, _ in plan.inputs)
+        given = {spec.name: tuple(inputs[spec.name].shape) for spec, _ in plan.inputs}
+        hint = "Add one with Session.prepare_shapes({...})"
+        if self._vxm is not None:
+            hint = "R" + self._recompile_hint(given)[1:]
         return (
-            f"no plan for input shapes {given}; available: {available}. "
-            "Add one with Session.prepare_shapes({...})"
+            f"no plan for input shapes {self._fmt_shapes(given)}; "
+            f"available: {self._available()}. {hint}"
+        )
+
+    @staticmethod
+    def _fmt_shapes(shapes: dict[str, Shape]) -> str:
+        return ", ".join(f"{name}={_fmt(shape)}" for name, shape in shapes.items())
+
+    def _available(self) -> str:
+        """Every bucket's input shapes, `x=[1, 4]; x=[2, 4]`."""
+        names = [spec.name for spec, _ in self.plan.inputs]
+        return "; ".join(
+            self._fmt_shapes(dict(zip(names, key, strict=True))) for key in self._buckets
+        )
+
+    def _key_of(self, shapes: dict[str, Shape]) -> tuple[Shape, ...]:
+        """The bucket key of `shapes`; inputs it leaves out keep the first plan's shape."""
+        return tuple(tuple(shapes.get(spec.name, spec.shape)) for spec, _ in self.plan.inputs)
+
+    def _recompile_hint(self, shapes: dict[str, Shape]) -> str:
+        bucket = ",".join(f"{k}={'x'.join(str(d) for d in v)}" for k, v in shapes.items())
+        return (
+            f'recompile with `vknn compile <model.onnx> -o {self._name} --bucket "{bucket}"` '
+            "(one --bucket per input-shape set)"
         )
 
     def _validate(self, inputs: Any) -> dict[str, np.ndarray]:

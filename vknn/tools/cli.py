@@ -2,7 +2,9 @@
 
     vknn compile model.onnx [--pipeline standard] [--shapes x=1x3x224x224]
                             [--dims seq=128] [--emit out.mlir] [--print-ir]
-    vknn run model.onnx [--input name=file.npy ...] [--backends cpu]
+                            [-o model.vxm | -o model.vkd.mlir] [--emit-vkd]
+                            [--precision low] [--bucket x=1x3x224x224 ...]
+    vknn run model.onnx|model.vxm [--input name=file.npy ...] [--backends cpu]
                         [--compare-ort] [--shapes ...] [--dims ...] [--seed 0]
 
 User errors (bad files, undeclared dynamic axes, unsupported ops) print as
@@ -22,6 +24,17 @@ from vknn.errors import VknnError
 
 
 def _compile(args: argparse.Namespace) -> int:
+    if not args.emit_vkd:
+        return _compile_model(args, sys.stdout)
+    # --emit-vkd: stdout carries only the vkd module (pipe it to vknn-opt).
+    import contextlib
+
+    out = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):
+        return _compile_model(args, out)
+
+
+def _compile_model(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no-untyped-def]
     from xdsl.passes import PassPipeline
     from xdsl.printer import Printer
 
@@ -31,12 +44,21 @@ def _compile(args: argparse.Namespace) -> int:
     from vknn.transforms.pipelines import pipeline_spec
     from vknn.transforms.registry import available_passes
 
+    if args.output is not None and args.output.suffix not in (".vxm", ".mlir"):
+        raise VknnError(
+            f"-o {args.output}: write a compiled model (.vxm) or the vkd module (.mlir), "
+            f"not '{args.output.suffix or 'no suffix'}'"
+        )
     t0 = time.perf_counter()
     module = import_onnx_file(args.model)
     t_import = time.perf_counter() - t0
     before = _op_counts(module)
     ctx = make_context()
-    spec = pipeline_spec(args.pipeline, args.shapes, args.dims)
+    # The summary is of the first bucket; -o/--emit-vkd reuse its module.
+    buckets = [{**_parse_shapes(args.shapes), **b} for b in args.bucket] or [
+        _parse_shapes(args.shapes)
+    ]
+    spec = pipeline_spec(args.pipeline, _shapes_text(buckets[0]), args.dims)
     timings: list[tuple[str, float]] = []
     mark = [time.perf_counter()]
 
@@ -79,7 +101,84 @@ def _compile(args: argparse.Namespace) -> int:
         print(f"not lowered to vx (will run on the CPU): {', '.join(left)}")
     if args.support_report:
         _write_support_report(module, args)
+    if args.output or args.emit_vkd:
+        _write_compiled(args, module, buckets, vkd_out)
     return 0
+
+
+def _shapes_text(shapes: dict[str, tuple[int, ...]]) -> str:
+    return ";".join(f"{k}={v}" for k, v in _bucket_text(shapes).items())
+
+
+def _bucket_text(shapes: dict[str, tuple[int, ...]]) -> dict[str, str]:
+    return {k: "x".join(str(d) for d in v) for k, v in shapes.items()}
+
+
+def _bucket_arg(text: str) -> dict[str, tuple[int, ...]]:
+    """`--bucket "ids=1x128,mask=1x128"` -> {"ids": (1, 128), "mask": (1, 128)}."""
+    bucket: dict[str, tuple[int, ...]] = {}
+    for item in text.split(","):
+        name, eq, dims = item.strip().partition("=")
+        parts = dims.split("x")
+        if not name or not eq or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise argparse.ArgumentTypeError(
+                f"bad bucket '{text}': expected NAME=AxBx... (positive dims), several inputs "
+                'separated by commas, e.g. "x=1x3x224x224" or "ids=1x128,mask=1x128"'
+            )
+        if name in bucket:
+            raise argparse.ArgumentTypeError(f"bad bucket '{text}': input '{name}' given twice")
+        bucket[name] = tuple(int(p) for p in parts)
+    return bucket
+
+
+def _target_caps(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """(caps, why there are none) for --caps: the device found, or a preset."""
+    if args.caps == "device":
+        from vknn.runtime.vulkan.context import shared_device
+
+        device, _, why = shared_device()
+        return (device.caps if device is not None else None), why
+    from vknn.runtime.vulkan.caps import DeviceCaps
+
+    return (DeviceCaps.lavapipe_like() if args.caps == "lavapipe" else DeviceCaps.h200_like()), None
+
+
+def _write_compiled(args: argparse.Namespace, module, buckets: list, vkd_out) -> None:  # type: ignore[no-untyped-def]
+    """-o model.vxm (compiled model), -o out.mlir (the vkd module), --emit-vkd (stdout)."""
+    from vknn.ir.plan_to_vkd import build_vxm
+
+    out = args.output
+    caps, why = _target_caps(args)
+    build = build_vxm(
+        args.model,
+        buckets=buckets,
+        precision=args.precision,
+        pipeline=args.pipeline,
+        dims=_parse_dims(args.dims),
+        caps=caps,
+        no_vulkan=why,
+        disable_vk_ops=args.disable_vk_ops,
+        created_by=f"vknn compile {args.model} --precision {args.precision}"
+        + "".join(
+            f" --bucket {','.join(f'{k}={v}' for k, v in _bucket_text(b).items())}"
+            for b in buckets
+            if b
+        ),
+        first=(buckets[0], module),
+    )
+    if args.emit_vkd:
+        vkd_out.write(build.vkd)
+    if out is not None and out.suffix == ".mlir":
+        out.write_text(build.vkd)
+        print(f"vkd        {out} ({len(build.plans)} plan bucket(s), {build.metadata['target']})")
+    elif out is not None:
+        size = build.save(out)
+        shapes = "; ".join(
+            ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in b.items())
+            for b in build.metadata["buckets"]
+        )
+        print(f"wrote      {out} ({size / 1e6:.1f} MB, precision {args.precision})")
+        print(f"buckets    {shapes}")
 
 
 def _write_support_report(module, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
@@ -108,7 +207,7 @@ def _write_support_report(module, args: argparse.Namespace) -> None:  # type: ig
         from vknn.runtime.vulkan.split_large import split_oversized_gemms
 
         split_oversized_gemms(plan, caps.max_storage_buffer_range)
-    assign_backends(plan, config, caps, why)
+    assign_backends(plan, config, caps, why, fold_islands=False)
     report = support_report(plan)
     args.support_report.write_text(json.dumps(report, indent=1) + "\n")
     s = report["summary"]
@@ -198,6 +297,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.compare_ort:
         import onnxruntime as ort
 
+        if session._vxm is not None:
+            raise VknnError(f"--compare-ort needs the ONNX model; {args.model} is a compiled .vxm")
+
         so = ort.SessionOptions()
         so.log_severity_level = 3
         ort_sess = ort.InferenceSession(str(args.model), so, providers=["CPUExecutionProvider"])
@@ -266,6 +368,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"'
     )
+    c.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="write the compiled model (.vxm) or its vkd module (.mlir) for the --caps target",
+    )
+    c.add_argument("--emit-vkd", action="store_true", help="print the vkd module")
+    c.add_argument(
+        "--bucket",
+        action="append",
+        default=[],
+        type=_bucket_arg,
+        metavar="NAME=AxB[,NAME=AxB]",
+        help="an input-shape set to compile a plan for (repeat for several)",
+    )
+    c.add_argument(
+        "--precision",
+        choices=("high", "normal", "low"),
+        default="high",
+        help="the precision a session on the .vxm runs at by default",
+    )
     c.set_defaults(func=_compile)
     r = sub.add_parser("run", help="run a model (random inputs unless given)")
     r.add_argument("model", type=Path)
@@ -275,7 +398,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dims", default="")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--compare-ort", action="store_true", help="compare with onnxruntime (CPU)")
-    r.add_argument("--precision", choices=("high", "normal", "low"), default="high")
+    r.add_argument(
+        "--precision",
+        choices=("high", "normal", "low"),
+        default=None,
+        help="default: high, or the precision a .vxm was compiled with",
+    )
     r.add_argument(
         "--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"'
     )
