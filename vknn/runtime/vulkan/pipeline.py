@@ -12,10 +12,13 @@ This module must not record commands or know about tensors and steps.
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from typing import Any
 
+from vknn.runtime.spirv import FastMathRefused, fastmath_float_types, postprocess
+from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.device import Device, check, ffi, lib, vk
 from vknn.runtime.vulkan.shaders import compile_shader
 
@@ -30,6 +33,33 @@ class PipelineKey:
     """(constant_id, value): ints as int32, floats as float32, bools as VkBool32."""
     bindings: int
     push_size: int
+    fastmath: bool = False
+    """FPFastMathDefault on the module's float types (honoured only where the
+    device enabled float_controls2; see `pipeline_spirv`)."""
+
+
+def pipeline_spirv(key: PipelineKey, caps: DeviceCaps) -> bytes:
+    """Exactly the SPIR-V given to vkCreateShaderModule for `key` on a device
+    with `caps`: the compiled shader, post-processed (`vknn.runtime.spirv`)
+    with fast math when `key.fastmath` and the device has float_controls2,
+    and RoundingModeRTE 16 for fp16 variants where the device supports it."""
+    fast = key.fastmath and caps.has_float_controls2
+    rte = key.variant == "fp16" and caps.rte_fp16
+    types = fastmath_float_types(caps) if fast else ()
+    return _postprocessed(key.shader, key.variant, fast, rte, types)
+
+
+@functools.cache
+def _postprocessed(
+    shader: str, variant: str, fastmath: bool, rte_fp16: bool, types: tuple[str, ...]
+) -> bytes:
+    spirv = compile_shader(shader, variant)
+    try:
+        return postprocess(spirv, fastmath=fastmath, rte_fp16=rte_fp16, fastmath_types=types)
+    except FastMathRefused:
+        # The kernel opted out itself (`precise` -> NoContraction, which
+        # FPFastMathDefault forbids): it runs strict, as written.
+        return postprocess(spirv, fastmath=False, rte_fp16=rte_fp16)
 
 
 def _pack_spec(spec: tuple[tuple[int, SpecValue], ...]) -> bytes:
@@ -103,7 +133,8 @@ class ComputePipeline:
         self.module = self.set_layout = self.layout = self.handle = None
         dev = device.device
         device.on_close(self.destroy)
-        spirv = compile_shader(key.shader, key.variant)
+        # Kept for inspection (tests, a model cache): the cached bytes, no copy.
+        spirv = self.spirv = pipeline_spirv(key, device.caps)
         code = ffi.new("char[]", spirv)
         minfo = ffi.new(
             "VkShaderModuleCreateInfo*",
