@@ -48,9 +48,17 @@ def cpu_backend(step: Step) -> tuple[str, str] | None:
     return None
 
 
-def assign_backends(plan: Plan, config: Config, caps=None, no_vulkan: str | None = None) -> None:  # type: ignore[no-untyped-def]
+def assign_backends(  # type: ignore[no-untyped-def]
+    plan: Plan,
+    config: Config,
+    caps=None,
+    no_vulkan: str | None = None,
+    fold_islands: bool = True,
+) -> None:
     """Set `step.backend` and `step.reason` for every step. `caps` is the
-    Vulkan device's (None with `no_vulkan` saying why there is none)."""
+    Vulkan device's (None with `no_vulkan` saying why there is none).
+    `fold_islands=False` (the support report) counts what the gates refuse
+    only, without the `Config.fold_gpu_islands` hint."""
     specs = slot_specs(plan)
     gaps: list[str] = []
     for step in plan.steps:
@@ -93,6 +101,49 @@ def assign_backends(plan: Plan, config: Config, caps=None, no_vulkan: str | None
             f"{len(gaps)} op(s) cannot run on the Vulkan backend and Config.allow_cpu_fallback "
             f"is False: {', '.join(gaps[:20])}{' ...' if len(gaps) > 20 else ''}"
         )
+    if fold_islands and config.allow_cpu_fallback and config.fold_gpu_islands > 0:
+        fold_gpu_islands(plan, config.fold_gpu_islands)
+
+
+HEAVY_KINDS = frozenset(
+    {"Conv", "ConvTranspose", "MatMul", "Gemm", "Attention", "LSTM", "GRU", "RNN", "Einsum"}
+)
+"""Op kinds worth a GPU round trip on their own: never folded onto the CPU."""
+
+
+def fold_gpu_islands(plan: Plan, max_ops: int) -> list[list[Step]]:
+    """Move runs of at most `max_ops` cheap Vulkan steps that sit between two
+    CPU steps onto the CPU: such an island costs a download, a submit and an
+    upload on each side, more than its few elementwise ops. Returns the
+    islands folded. Only steps with a CPU kernel, and no heavy kind, move."""
+    steps = plan.steps
+    folded: list[list[Step]] = []
+    i = 0
+    while i < len(steps):
+        if steps[i].backend != "vulkan":
+            i += 1
+            continue
+        j = i
+        while j < len(steps) and steps[j].backend == "vulkan":
+            j += 1
+        island = steps[i:j]
+        between_cpu = i > 0 and j < len(steps)  # CPU on both sides (the loop's invariant)
+        if (
+            between_cpu
+            and len(island) <= max_ops
+            and all(s.kind not in HEAVY_KINDS and cpu_backend(s) is not None for s in island)
+        ):
+            for s in island:
+                backend, note = cpu_backend(s)  # type: ignore[misc]
+                s.backend = backend
+                s.reason = (
+                    f"{s.kind}: folded onto the CPU with its {len(island)}-op GPU island "
+                    f"between CPU segments (Config.fold_gpu_islands={max_ops})"
+                    + (f"; {note}" if note else "")
+                )
+            folded.append(island)
+        i = j
+    return folded
 
 
 @dataclass

@@ -71,7 +71,10 @@ def test_disable_vk_ops_keeps_results(disabled: str, session_device) -> None:  #
     model = torch_model(name)
     feeds = model_inputs(model, DIMS)
     full = vknn.Session(model, vknn.Config(dims=DIMS)).run(feeds)
-    forced = vknn.Session(model, vknn.Config(dims=DIMS, disable_vk_ops=disabled))
+    # Island folding off: this checks exactly what disable_vk_ops moves.
+    forced = vknn.Session(
+        model, vknn.Config(dims=DIMS, disable_vk_ops=disabled, fold_gpu_islands=0)
+    )
     kinds = {k for k in disabled.split(",")}
     reasons = forced.fallback_reasons()
     assert reasons and all("disabled by Config.disable_vk_ops" in r for r in reasons.values())
