@@ -3,6 +3,7 @@
 
     python benchmarks/bench_models.py [--models resnet50,mobilenet_v2,bert] [--runs 50]
                                       [--engines vknn-high,vknn-low,ncnn,ort] [--json out.json]
+                                      [--fastmath auto|on|off] [--autotune off|fast|thorough]
 
 Per engine and model, in a fresh subprocess (so peak RSS is the engine's own):
 first-run time (session creation + first inference), the median, p10 and p90
@@ -84,14 +85,22 @@ def model_feeds(path: Path):  # type: ignore[no-untyped-def]
 
 def engine_vknn(path: Path, feeds, precision: str):  # type: ignore[no-untyped-def]
     import vknn
+    from vknn.runtime.spirv import fastmath_enabled
+    from vknn.runtime.vulkan.context import shared_device
 
-    sess = vknn.Session(str(path), vknn.Config(precision=precision, dims=DIMS))
+    # --fastmath reaches the worker subprocesses through the environment.
+    fastmath = os.environ.get("VKNN_BENCH_FASTMATH", "auto")
+    autotune = os.environ.get("VKNN_BENCH_AUTOTUNE", "off")  # likewise --autotune
+    config = vknn.Config(precision=precision, dims=DIMS, fastmath=fastmath, autotune=autotune)
+    sess = vknn.Session(str(path), config)
     fallbacks = len(sess.fallback_reasons())
+    device = shared_device()[0]
+    effective = device is not None and fastmath_enabled(fastmath, device.caps)
 
     def run():  # type: ignore[no-untyped-def]
         return list(sess.run(feeds).values())[0]
 
-    return run, {"cpu_nodes": fallbacks}
+    return run, {"cpu_nodes": fallbacks, "fastmath": f"{fastmath}:{'on' if effective else 'off'}"}
 
 
 def engine_ort(path: Path, feeds):  # type: ignore[no-untyped-def]
@@ -249,8 +258,22 @@ def main() -> int:
         "--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "vknn-bench"
     )
     p.add_argument("--json", type=Path)
+    p.add_argument(
+        "--fastmath",
+        choices=["auto", "on", "off"],
+        help="vknn engines: Config.fastmath (FPFastMathDefault kernels; default auto)",
+    )
+    p.add_argument(
+        "--autotune",
+        choices=["off", "fast", "thorough"],
+        help="vknn engines: Config.autotune (measure kernel configs at first plan; default off)",
+    )
     p.add_argument("--worker", nargs=2, metavar=("ENGINE", "MODEL"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.fastmath:
+        os.environ["VKNN_BENCH_FASTMATH"] = args.fastmath
+    if args.autotune:
+        os.environ["VKNN_BENCH_AUTOTUNE"] = args.autotune
     if args.worker:
         print(json.dumps(worker(args.worker[0], Path(args.worker[1]), args.runs, args.warmup_s)))
         return 0

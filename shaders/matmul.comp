@@ -8,24 +8,30 @@
 // (A_KCONTIG / B_NCONTIG), so global reads coalesce for plain and
 // transposed operands alike.
 //
-// Operands are addressed by element strides (push constants), which covers
-// trans_a / trans_b and broadcast batch dims (stride 0) without copies.
+// Operands are addressed by element strides and offsets (push constants),
+// which covers trans_a / trans_b, broadcast batch dims (stride 0) and views
+// (a transposed or sliced operand read in place: views.py) without copies.
 // Batch entry gl_WorkGroupID.z is decomposed over up to 3 collapsed batch
 // dims (bdims, innermost last).
 //
 // The next K tile is loaded into registers while the current one is
 // multiplied (register prefetch), hiding a global round trip per K step.
 // Split-K (VKNN_SPLITK=1, for grids too small to fill the GPU): workgroup z
-// is batch * splits + s, slice s covers K [s * kchunk, (s+1) * kchunk), and
-// binding 2 is an fp32 buffer part[s * batches*M*N + idx] of unscaled partial
-// products that splitk_reduce.comp sums (alpha, beta*C and epilogue there).
+// is batch * splits + s, slice s covers K [s * kchunk, (s+1) * kchunk). In
+// one dispatch, without float atomics: each slice writes its unscaled fp32
+// partials to part[s * batches*M*N + idx], then counts itself in on the
+// tile's counter (an integer atomic); the slice that arrives last sums the
+// tile's partials in slice order (deterministic whatever the arrival order),
+// applies alpha, beta*C and the epilogue, stores Y and resets the counter to
+// 0 for the next dispatch or replay. No workgroup ever waits for another.
 //
 // Specialization constants: 0 = workgroup size ((BM/4) * (BN/4)), 1 = BM,
 // 2 = BN, 3 = A_KCONTIG, 4 = B_NCONTIG, 5 = HAS_C.
 // Bindings: 0 = A, 1 = B, 2 = Y, 3 = C (bound to A when there is none),
-// then the epilogue's inputs (pw_epilogue.glsl: with PW_EPI, the generated
-// pw_body.glsl applied to each element before its store, at its row-major
-// index in Y).
+// VKNN_SPLITK only: 4 = partials (fp32), 5 = per-tile counters (uint, zero
+// between dispatches); then the epilogue's inputs (pw_epilogue.glsl: with
+// PW_EPI, the generated pw_body.glsl applied to each element before its
+// store, at its row-major index in Y).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // [[unroll]]: the TM x TN accumulators must stay registers (dynamic indexing
@@ -48,13 +54,15 @@ layout(constant_id = 5) const bool HAS_C = false;
 
 layout(std430, binding = 0) readonly buffer A { sfp a_data[]; };
 layout(std430, binding = 1) readonly buffer B { sfp b_data[]; };
-#if VKNN_SPLITK
-layout(std430, binding = 2) writeonly buffer Part { float part[]; };
-#else
 layout(std430, binding = 2) writeonly buffer Y { sfp y_data[]; };
 layout(std430, binding = 3) readonly buffer C { sfp c_data[]; };
-#include "pw_epilogue.glsl"
+#if VKNN_SPLITK
+// coherent: other workgroups of this dispatch read what this one writes.
+layout(std430, binding = 4) coherent buffer Part { float part[]; };
+layout(std430, binding = 5) coherent buffer Count { uint tile_count[]; };
+shared bool last_slice;
 #endif
+#include "pw_epilogue.glsl"
 
 layout(push_constant) uniform Params {
     uint M, N, K;
@@ -67,6 +75,7 @@ layout(push_constant) uniform Params {
     float alpha, beta;
     uint kchunk;       // K per split slice (a multiple of BK; K when unsplit)
     uint splits;       // K slices (1 when unsplit)
+    uint a_off, b_off; // first element of A / B (strided views of a larger tensor)
 } p;
 
 #define MAX_LOADS 8
@@ -85,7 +94,7 @@ void main() {
 
     uint s = gl_WorkGroupID.z % p.splits;
     uint batch = gl_WorkGroupID.z / p.splits;
-    uint a_base = 0u, b_base = 0u;
+    uint a_base = p.a_off, b_base = p.b_off;
     uint rest = batch;
     for (int d = 2; d >= 0; --d) {
         uint c = rest % p.bdims[d];
@@ -164,7 +173,31 @@ void main() {
 
     uint y_base = batch * p.M * p.N;
 #if VKNN_SPLITK
-    uint part_base = s * (gl_NumWorkGroups.z / p.splits) * p.M * p.N;
+    uint total = (gl_NumWorkGroups.z / p.splits) * p.M * p.N;
+    [[unroll]] for (int i = 0; i < TM; ++i) {
+        uint m = m0 + ty + uint(i) * RM;
+        if (m >= p.M) continue;
+        [[unroll]] for (int j = 0; j < TN; ++j) {
+            uint n = n0 + tx + uint(j) * RN;
+            if (n < p.N) part[s * total + y_base + m * p.N + n] = acc[i][j];
+        }
+    }
+    // Release: this invocation's partials are visible device-wide before the
+    // workgroup counts itself in (the threadfence-reduction pattern).
+    memoryBarrierBuffer();
+    barrier();
+    if (t == 0u) {
+        uint tile = (batch * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gl_NumWorkGroups.x
+                    + gl_WorkGroupID.x;
+        bool last = atomicAdd(tile_count[tile], 1u) == p.splits - 1u;
+        // Every slice of the tile has counted itself in: reset for the next use.
+        if (last) atomicExchange(tile_count[tile], 0u);
+        last_slice = last;
+    }
+    barrier();
+    if (!last_slice) return;  // uniform: a shared value read after a barrier
+    // Acquire: the other slices' partials, published before their increments.
+    memoryBarrierBuffer();
 #endif
     [[unroll]] for (int i = 0; i < TM; ++i) {
         uint m = m0 + ty + uint(i) * RM;
@@ -174,12 +207,14 @@ void main() {
             if (n >= p.N) continue;
             uint idx = y_base + m * p.N + n;
 #if VKNN_SPLITK
-            part[part_base + idx] = acc[i][j];
+            float sum = 0.0;
+            for (uint q = 0u; q < p.splits; ++q) sum += part[q * total + idx];
+            float v = p.alpha * sum;
 #else
             float v = p.alpha * acc[i][j];
+#endif
             if (HAS_C) v += p.beta * LOAD(c_data, m * p.c_sm + n * p.c_sn);
             STORE(y_data, idx, PW_APPLY(v, idx));
-#endif
         }
     }
 }

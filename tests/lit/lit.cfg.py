@@ -14,6 +14,8 @@ config.excludes = ["lit.cfg.py", "Inputs", "Output"]
 
 bin_dir = os.path.dirname(sys.executable)
 config.environment["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+# No model caches next to the test models.
+config.environment["VKNN_MODEL_CACHE"] = "0"
 for var in ("HOME", "TMPDIR", "VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VKNN_DEVICE"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

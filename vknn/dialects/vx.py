@@ -1061,6 +1061,55 @@ class LogSoftmaxOp(_SoftmaxBase):
 
 
 @irdl_op_definition
+class AttentionOp(VxOp):
+    """Scaled dot-product attention, softmax(scale * Q @ K^T + mask) @ V with
+    the softmax over the last axis (what fuse-attention makes of
+    MatMul -> Mul/Div -> Add -> Softmax -> MatMul). Q [..., Sq, D],
+    K [..., Sk, D], V [..., Sk, Dv]; their batch dims broadcast; the optional
+    additive mask broadcasts to [..., Sq, Sk]. Result [..., Sq, Dv]."""
+
+    name = "vx.attention"
+    LAYOUT_CLASS: ClassVar[LayoutClass] = "flat"
+    POINTWISE: ClassVar[bool] = False
+    HOSTS_EPILOGUE: ClassVar[bool] = False
+
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    scale = prop_def(F32Attr)
+    traits = traits_def(Pure())
+    assembly_format = _OPERANDS_FORMAT
+
+    @staticmethod
+    def infer_shape(q: Shape, k: Shape, v: Shape, mask: Shape | None = None) -> Shape:
+        if not _dyn(q[-1], k[-1]) and q[-1] != k[-1]:
+            raise ValueError(f"Q and K head dims differ: {_fmt(q)} vs {_fmt(k)}")
+        if not _dyn(k[-2], v[-2]) and k[-2] != v[-2]:
+            raise ValueError(f"K and V key counts differ: {_fmt(k)} vs {_fmt(v)}")
+        batch = broadcast_shapes(q[:-2], k[:-2], v[:-2])
+        if mask is not None and not broadcasts_to(mask, (*batch, q[-2], k[-2])):
+            raise ValueError(
+                f"mask {_fmt(mask)} does not broadcast to the scores {_fmt((*batch, q[-2], k[-2]))}"
+            )
+        return (*batch, q[-2], v[-1])
+
+    def check(self) -> None:
+        for what, value in (("Q", self.q), ("K", self.k), ("V", self.v)):
+            if len(shape_of(value)) < 2:
+                raise self._fail(f"{what} must have rank >= 2")
+            _check_float(self, value, what)
+            _check_same_element(self, self.q, value, what)
+        if self.mask is not None:
+            _check_same_element(self, self.q, self.mask, "mask")
+
+    def expected_shape(self) -> Shape:
+        mask = shape_of(self.mask) if self.mask is not None else None
+        return self.infer_shape(shape_of(self.q), shape_of(self.k), shape_of(self.v), mask)
+
+
+@irdl_op_definition
 class LayerNormOp(VxOp):
     """Normalizes over dims [axis, rank); scale (and optional bias)
     broadcast to x.shape[axis:]."""
@@ -1639,6 +1688,7 @@ GRAPH_OPS: tuple[type[VxOp], ...] = (
     ReduceOp,
     SoftmaxOp,
     LogSoftmaxOp,
+    AttentionOp,
     LayerNormOp,
     BatchNormOp,
     LrnOp,

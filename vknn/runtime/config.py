@@ -30,8 +30,15 @@ class Config:
     hint off. Never applied with allow_cpu_fallback=False, and the support
     report counts fallbacks without it."""
     cache_file: str | None = None
+    """The model cache file (runtime.model_cache): None = `<model>.vkcache` next
+    to a model file (off for in-memory models, or with VKNN_MODEL_CACHE=0);
+    "off" = no cache; else this path."""
     fastmath: str = "auto"
+    """FPFastMathDefault kernels (runtime.spirv): auto/on where the device has
+    float_controls2, off never."""
     autotune: str = "off"
+    """Measure conv/matmul configurations on the device at the first plan
+    ("fast" or "thorough"; runtime.vulkan.autotune); the winners are cached."""
     profiling: bool = False
     """Record timestamp queries around every Vulkan dispatch (Session.profile())."""
     pipeline: str = "standard"

@@ -11,8 +11,8 @@ weights and the autotune table.
 It is trusted only when its guard matches the running process exactly:
 
 - format version of this module,
-- kernel hash (every shader source and the shader compiler's version: what
-  all embedded SPIR-V was built from),
+- kernel hash (every shader source and VKNN's own sources: what all the
+  embedded SPIR-V and plans were built from),
 - device identity (vendor, device, driver version, pipelineCacheUUID),
 - model hash (sha256 of the model file's bytes and its external data),
 
@@ -80,6 +80,9 @@ class CacheVariant:
     """bucket key (input shapes) -> encoded plan (runtime.plan_codec)"""
     pipeline_cache: bytes = b""
     """vkGetPipelineCacheData of the pipelines this model's sessions built"""
+    pipelines: list[str] = field(default_factory=list)
+    """ids of the pipelines that blob holds (a session building only these
+    leaves the file alone)"""
     spirv: dict[str, bytes] = field(default_factory=dict)
     """pipeline SPIR-V key -> the post-processed module given to the driver"""
     weights: dict[str, bytes] = field(default_factory=dict)
@@ -91,6 +94,7 @@ class CacheVariant:
         return {
             "plans": self.plans,
             "pipeline_cache": self.pipeline_cache,
+            "pipelines": self.pipelines,
             "spirv": self.spirv,
             "weights": self.weights,
             "autotune": self.autotune,
@@ -103,6 +107,7 @@ class CacheVariant:
         v = cls(
             plans=d.get("plans", {}),
             pipeline_cache=d.get("pipeline_cache", b""),
+            pipelines=d.get("pipelines", []),
             spirv=d.get("spirv", {}),
             weights=d.get("weights", {}),
             autotune=d.get("autotune", {}),
@@ -113,7 +118,11 @@ class CacheVariant:
                 isinstance(k, str) and isinstance(b, bytes) for k, b in table.items()
             ):
                 raise ValueError(f"variant field {name!r} is malformed")
-        if not isinstance(v.pipeline_cache, bytes) or not isinstance(v.autotune, dict):
+        if (
+            not isinstance(v.pipeline_cache, bytes)
+            or not isinstance(v.autotune, dict)
+            or not isinstance(v.pipelines, list)
+        ):
             raise ValueError("variant is malformed")
         return v
 
@@ -186,9 +195,10 @@ class ModelCache:
         if why is not None:
             return why
         payload = outer.get("payload")
-        if not isinstance(payload, bytes) or outer.get("sha256") != hashlib.sha256(
-            payload
-        ).hexdigest():
+        if (
+            not isinstance(payload, bytes)
+            or outer.get("sha256") != hashlib.sha256(payload).hexdigest()
+        ):
             return "corrupt (checksum mismatch)"
         try:
             variants = msgpack.unpackb(payload, raw=False, strict_map_key=True)
@@ -251,20 +261,16 @@ class ModelCache:
 
 @functools.cache
 def kernel_hash() -> str:
-    """sha256 of what every cached artifact was produced by: the shader sources,
-    VKNN's own Python sources (compiler passes, kernel recorders, SPIR-V
-    post-processing) and the shader compiler's version when one is installed."""
-    from vknn.runtime.vulkan.shaders import ShaderError, compiler_version, shader_dir
+    """sha256 of what every cached artifact was produced from: the shader
+    sources and VKNN's own Python sources (compiler passes, kernel recorders,
+    SPIR-V post-processing). Not the shader compiler's version: the cache
+    holds the SPIR-V itself, so a warm session needs no compiler at all."""
+    from vknn.runtime.vulkan.shaders import shader_dir
 
     h = hashlib.sha256()
     package = Path(__file__).resolve().parents[1]
-    roots = [shader_dir(), package]
-    for root in roots:
+    for root in (shader_dir(), package):
         for p in sorted(root.rglob("*")):
             if p.is_file() and p.suffix in (".comp", ".glsl", ".py"):
                 h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
-    try:
-        h.update(compiler_version().encode())
-    except (ShaderError, OSError):
-        h.update(b"no shader compiler")
     return h.hexdigest()

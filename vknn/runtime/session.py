@@ -157,6 +157,8 @@ class Session:
         measurements are added to it; `self.autotune_table` is that dict."""
         from vknn.runtime.vxm import is_vxm
 
+        self._cache: Any = None
+        self._given_table = autotune_table
         self.autotune_table: dict[str, dict[str, Any]] = (
             autotune_table if autotune_table is not None else {}
         )
@@ -174,6 +176,7 @@ class Session:
         else:
             path = Path(model)
             self._proto, self._base_dir, self._name = load_model_file(path), path.parent, str(path)
+        self._open_cache(None if isinstance(model, ModelProto | bytes) else Path(model))
         g = self._proto.graph
         inits = {t.name for t in g.initializer}
         self.inputs = [_declared(vi) for vi in g.input if vi.name not in inits]
@@ -199,6 +202,8 @@ class Session:
         self.outputs = [_stored_info(d) for d in meta.get("outputs", ())]
         self._buckets = {}
         self._bucket = None
+        if not isinstance(model, bytes | bytearray):
+            self._open_cache(Path(model))
         for plan in vxm.plans:
             self._add_plan(plan)
         wanted = [b for b in self._initial_shapes() if b]
@@ -240,9 +245,35 @@ class Session:
             )
         self._prepare(shapes)
 
+    def _open_cache(self, model_path: Path | None) -> None:
+        """The model cache (Config.cache_file; default next to the model file)."""
+        from vknn.runtime.session_cache import SessionCache, cache_path
+
+        if cache_path(self.config, model_path) is None:
+            return
+        device = pipelines = None
+        fastmath = False
+        if "vulkan" in self.config.backends:
+            from vknn.runtime.spirv import fastmath_enabled
+            from vknn.runtime.vulkan.context import shared_device
+
+            device, pipelines, _ = shared_device()
+            fastmath = device is not None and fastmath_enabled(self.config.fastmath, device.caps)
+        self._cache = SessionCache.open_for(
+            self.config, model_path, self._proto, device, pipelines, fastmath
+        )
+        if self._cache is not None and self._given_table is None:
+            # The tuner fills the cached table in place: a warm session measures nothing.
+            self.autotune_table = self._cache.variant.autotune
+
     def _prepare(self, shapes: dict[str, Shape] | None) -> Bucket:
-        """Compile the ONNX model for `shapes` and add the bucket."""
-        return self._add_plan(self._compile_plan(shapes))
+        """Compile the ONNX model for `shapes` (or take the cached plan) and add the bucket."""
+        plan = self._cache.plan(shapes) if self._cache is not None else None
+        if plan is None:
+            plan = self._compile_plan(shapes)
+            if self._cache is not None:
+                self._cache.store_plan(shapes, plan)
+        return self._add_plan(plan)
 
     def _compile_plan(self, shapes: dict[str, Shape] | None) -> Plan:
         """The ONNX model through the compiler pipeline (xDSL) to a plain plan."""
@@ -284,13 +315,21 @@ class Session:
             plan.compute_last_use()
         segments = make_segments(plan)
         bucket = Bucket(plan, segments, {}, self._free_lists(plan, segments))
+        if self._cache is not None:
+            self._cache.executors_begin(self.autotune_table)
         try:
             for i, seg in enumerate(segments):
                 if seg.backend == "vulkan":
-                    bucket.executors[i] = self._executor(plan, seg, device, pipelines)
+                    prepacked = None
+                    if self._cache is not None:
+                        shapes = tuple(spec.shape for spec, _ in plan.inputs)
+                        prepacked = self._cache.prepack_store(f"{shapes}/{i}")
+                    bucket.executors[i] = self._executor(plan, seg, device, pipelines, prepacked)
         except BaseException:
             bucket.close()
             raise
+        if self._cache is not None:
+            self._cache.executors_end(self.autotune_table)
         key = tuple(spec.shape for spec, _ in plan.inputs)
         old = self._buckets.get(key)
         if old is not None:
@@ -300,7 +339,9 @@ class Session:
             self._bucket = bucket
         return bucket
 
-    def _executor(self, plan: Plan, seg: Segment, device: Any, pipelines: Any) -> Any:
+    def _executor(
+        self, plan: Plan, seg: Segment, device: Any, pipelines: Any, prepacked: Any = None
+    ) -> Any:
         from vknn.runtime.partition import slot_specs
         from vknn.runtime.spirv import fastmath_enabled
         from vknn.runtime.vulkan.executor import VulkanExecutor
@@ -321,6 +362,7 @@ class Session:
             fastmath=fastmath_enabled(self.config.fastmath, device.caps),
             autotune=self.config.autotune,
             autotune_table=self.autotune_table,
+            prepacked=prepacked,
         )
 
     @staticmethod
@@ -338,8 +380,12 @@ class Session:
         return free
 
     def close(self) -> None:
-        """Release device resources now (also done when the session is collected)."""
-        for b in self._buckets.values():
+        """Release device resources now (also done when the session is
+        collected) and write the model cache if this session added to it."""
+        cache = getattr(self, "_cache", None)
+        if cache is not None:
+            cache.save()
+        for b in getattr(self, "_buckets", {}).values():
             b.close()
 
     def __del__(self) -> None:

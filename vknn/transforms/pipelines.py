@@ -17,6 +17,8 @@ PIPELINES: dict[str, list[str]] = {
         "subpixel-conv-transpose",
         "lower-conv",
         "dce",
+        "fuse-attention",
+        "sink-reshapes",
         "fuse-pointwise",
         "assign-layouts",
         "dce",

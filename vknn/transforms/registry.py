@@ -11,6 +11,8 @@ _PASSES: dict[str, str] = {
     "const-fold": "const_fold:ConstFoldPass",
     "convert-onnx-to-vx": "convert_onnx_to_vx:ConvertOnnxToVxPass",
     "fuse-pointwise": "fuse_pointwise:FusePointwisePass",
+    "fuse-attention": "fuse_attention:FuseAttentionPass",
+    "sink-reshapes": "sink_reshapes:SinkReshapesPass",
     "assign-layouts": "assign_layouts:AssignLayoutsPass",
     "subpixel-conv-transpose": "subpixel_conv_transpose:SubpixelConvTransposePass",
     "lower-conv": "lower_conv:LowerConvPass",

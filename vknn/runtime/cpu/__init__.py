@@ -9,6 +9,7 @@ from vknn.runtime.cpu import onnx_reference  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import conv  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import matmul  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import normalization  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import attention  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import pool  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import elementwise  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import reduce  # noqa: E402,F401  isort: skip

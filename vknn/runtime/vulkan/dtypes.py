@@ -4,7 +4,8 @@
 Two storage classes:
 
 - float32 / float16 tensors are stored in the executor's float storage type
-  (fp32, or fp16 with `precision="low"`/`"normal"`), as before;
+  (fp32, or fp16 with `precision="low"`; with `"normal"` fp16 except the
+  tensors `precision_rules.py` keeps in fp32);
 - every integer tensor and bool is stored as one int32 word per element.
   8/16-bit integers widen losslessly; bool is 0/1; int64 is *narrowed* to
   int32, which is exact only while values fit in [-2^31, 2^31): the executor

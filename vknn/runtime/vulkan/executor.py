@@ -23,6 +23,17 @@ the concat's output, which then copies nothing. Both are one union-find of
 slots onto (root slot, byte offset): the planner sees only roots, each live
 from its first member's first use to its last member's last use.
 
+Mixed storage (`precision="normal"` on a device with 16-bit storage): each
+float slot is fp16 or fp32 and each step runs one shader variant, as
+`precision_rules.plan_mixed` decides (a placed concat input keeps its
+output's storage). Where a step's variant differs from a tensor it reads,
+a conversion dispatch (`kernels/convert_storage.py`) copies the tensor into
+an arena scratch of the step's width before it; where it differs from a
+tensor it writes, the step writes a scratch that is converted after it.
+Scratches are live from the conversion to the step (or back), on a time
+axis of three ticks per step. A constant has a copy per width its readers
+use. `high` and `low` plan, record and dispatch exactly as uniform storage.
+
 This module must not import xDSL or the CPU backend, and must not gate by
 anything but `kernels.gate`.
 """
@@ -32,16 +43,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
 from vknn.errors import InvalidArgument, Unsupported
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
+from vknn.runtime.vulkan.autotune import AutotuneReport, autotune_steps, check_mode
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.commands import CommandProgram, Copy, Dispatch, run_once
 from vknn.runtime.vulkan.device import Device
-from vknn.runtime.vulkan.dtypes import from_device, storage_dtype, to_device
+from vknn.runtime.vulkan.dtypes import from_device, is_float, storage_dtype, to_device
 from vknn.runtime.vulkan.kernels import KERNELS, RecordContext, TensorArg, gate
+from vknn.runtime.vulkan.kernels.conv import OpPhase
+from vknn.runtime.vulkan.kernels.convert_storage import record_convert
 from vknn.runtime.vulkan.kernels.data_movement import concat_in_place
 from vknn.runtime.vulkan.memory import (
     STORAGE,
@@ -53,8 +68,16 @@ from vknn.runtime.vulkan.memory import (
     plan_arena,
 )
 from vknn.runtime.vulkan.pipeline import Pipelines
+from vknn.runtime.vulkan.precision_rules import DEFAULT_RULES, plan_mixed
+from vknn.runtime.vulkan.views import fold_views
 
 FP16_MAX = 65504.0
+FP32 = np.dtype(np.float32)
+FP16 = np.dtype(np.float16)
+# OpPhase of storage conversions before / after a step's own dispatches (a
+# split-K sum is phase 1): a distinct phase puts a barrier between them.
+_CONVERT_IN_PHASE = -1
+_CONVERT_OUT_PHASE = 1 << 16
 
 
 @dataclass
@@ -68,6 +91,26 @@ class ExecutorStats:
     record_seconds: float
     aliased: int = 0
     """Slots that share another slot's memory (reshapes, placed concat inputs)."""
+    conversions: int = 0
+    """Tensors converted between fp16 and fp32 storage per run (precision
+    "normal" only: around steps whose shader variant differs from them)."""
+
+
+class PrepackStore(Protocol):
+    """Where device-format constants are kept between sessions (a model cache)."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, data: bytes) -> None: ...
+
+
+def prepack_key(spec: TensorSpec, arr: np.ndarray, st: np.dtype) -> str:
+    """Identifies a constant's device form within one plan segment (the store
+    is per bucket and segment): its slot name, model dtype, shape, storage, and
+    its first/last bytes as a cheap guard against a reordered plan."""
+    raw = arr.reshape(-1).view(np.uint8) if arr.flags.c_contiguous else arr.tobytes()
+    sample = bytes(raw[:32]) + bytes(raw[-32:])
+    return f"{spec.name}:{arr.dtype}:{'x'.join(map(str, arr.shape))}:{st}:{sample.hex()}"
 
 
 class VulkanExecutor:
@@ -78,9 +121,21 @@ class VulkanExecutor:
     - `outputs`: the slots `run` returns.
     - `constants`: slot -> array, uploaded once.
     - `precision`: "high" (fp32 storage) or "low"/"normal" (fp16 storage when
-      the device has 16-bit storage; fp32 otherwise).
+      the device has 16-bit storage; fp32 otherwise). "normal" keeps the
+      float tensors that `fp32_rules` (default `precision_rules.DEFAULT_RULES`)
+      select in fp32 (the module docstring's "Mixed storage").
     - `caps`: overrides the device's caps for recording (tests shrink
       maxComputeWorkGroupCount to exercise split dispatches).
+    - `fastmath`: kernels get FPFastMathDefault (the caller decides with
+      `vknn.runtime.spirv.fastmath_enabled`; ignored where the device has no
+      float_controls2).
+    - `autotune` ("off"/"fast"/"thorough") and `autotune_table` (key ->
+      config, filled in place): before recording, measure the tunable steps'
+      candidate configs whose key the table lacks (`autotune.py`) and record
+      with the table's winners; "off" records the heuristics' configs.
+    - `prepacked`: device-format constants from a model cache, by key
+      (`prepack_key`); a constant whose device bytes differ from the model's
+      (fp16 storage) is taken from it, or converted and put into it.
     """
 
     def __init__(
@@ -95,17 +150,27 @@ class VulkanExecutor:
         staging: bool | None = None,
         caps: DeviceCaps | None = None,
         pipelines: Pipelines | None = None,
+        fastmath: bool = False,
+        fp32_rules: Sequence[str] | None = None,
+        autotune: str = "off",
+        autotune_table: dict[str, dict[str, Any]] | None = None,
+        prepacked: PrepackStore | None = None,
     ) -> None:
         self.device = device
+        self.fastmath = fastmath
         self.caps = caps or device.caps
         self.steps = list(steps)
         self.outputs = list(outputs)
         constants = dict(constants or {})
+        # Reshape/transpose/slice chains around strided kernels become their
+        # addressing, before anything is planned (views.py).
+        self.steps = fold_views(self.steps, input_specs, constants, self.outputs)
         self.input_specs = dict(input_specs)
         self.fp16 = precision in ("low", "normal") and self.caps.has_fp16_storage
         self.storage = np.dtype(np.float16 if self.fp16 else np.float32)
         self.staging = not self.caps.has_device_local_host_visible if staging is None else staging
-        self.pipelines = pipelines or Pipelines(device)
+        # `is not None`: an empty shared Pipelines is falsy (it has __len__).
+        self.pipelines = pipelines if pipelines is not None else Pipelines(device)
         self._buffers: list[Buffer] = []
 
         specs: dict[int, TensorSpec] = dict(self.input_specs)
@@ -131,21 +196,35 @@ class VulkanExecutor:
                 raise InvalidArgument(f"output slot {slot} is produced by no step")
         self.specs = specs
 
+        # Float storage per slot and shader variant per step: uniform unless
+        # mixed (precision "normal"; see _plan_storage).
+        self.variants: list[str] = ["fp16" if self.fp16 else "fp32"] * len(self.steps)
+        self._slot_float: dict[int, np.dtype] = {}
+        self._const_copies: dict[int, list[np.dtype]] = {}
+        self.fp32_reasons: dict[int, tuple[str, ...]] = {}
+        """Slot -> the precision rules that keep it in fp32 (precision "normal")."""
+        self._constants = set(constants)
+        if precision == "normal" and self.fp16:
+            self._plan_storage(constants, DEFAULT_RULES if fp32_rules is None else fp32_rules)
+
         # Aliases: slot -> (the slot whose memory it is, byte offset in it).
         self._parent: dict[int, tuple[int, int]] = {}
         self._place_aliases(constants)
+        scratch = self._plan_conversions(constants)
 
-        # Live ranges in step order; inputs are live from the start, outputs
-        # to the end. A root lives as long as any slot placed on it.
-        end = len(self.steps)
-        first: dict[int, int] = {s: 0 for s in self.input_specs}
+        # Live ranges on a time axis of three ticks per step: 3i converts
+        # step i's inputs, 3i+1 runs it, 3i+2 converts its outputs (only mixed
+        # storage converts). Inputs are live from the first step, outputs to
+        # the end. A root lives as long as any slot placed on it.
+        end = 3 * len(self.steps)
+        first: dict[int, int] = {s: 1 for s in self.input_specs}
         last: dict[int, int] = {}
         for i, step in enumerate(self.steps):
             for s in step.inputs:
                 if s != NO_VALUE and s not in constants:
-                    last[s] = i
+                    last[s] = 3 * i + 1
             for s in step.outputs:
-                first.setdefault(s, i)
+                first.setdefault(s, 3 * i + 1)
         for s in self.outputs:
             last[s] = end
         rfirst: dict[int, int] = {}
@@ -158,30 +237,38 @@ class VulkanExecutor:
             rlast[r] = max(rlast.get(r, f), last.get(s, f))
         align = max(16, self.caps.min_storage_buffer_offset_alignment)
         tensors = [(r, self._nbytes(r), f, rlast[r]) for r, f in rfirst.items()]
-        offsets, arena_size = plan_arena(tensors, align)
+        offsets, arena_size = plan_arena([*tensors, *scratch], align)
         self.arena = self._buffer(
             arena_size, STORAGE | TRANSFER_SRC | TRANSFER_DST, not self.staging
         )
         refs: dict[int, TensorRef] = {
             s: TensorRef(self.arena, offsets[s], size) for s, size, _, _ in tensors
         }
+        self._scratch = {k: TensorRef(self.arena, offsets[k], size) for k, size, _, _ in scratch}
 
         # Constants: their own buffer, written once.
         if constants:
+            # Mixed storage: a constant read by steps of both variants has a
+            # copy in each float storage (`_const_copies`: the extra ones).
+            copies = [
+                (slot, st)
+                for slot in constants
+                for st in [self._float_of(slot), *self._const_copies.get(slot, ())]
+            ]
             coff, total = {}, 0
-            for slot in constants:
-                coff[slot] = total
-                total = align_up(total + self._nbytes(slot), align)
+            for slot, st in copies:
+                coff[slot, st] = total
+                total = align_up(total + self._nbytes(slot, st), align)
             cbuf = self._buffer(total, STORAGE | TRANSFER_SRC | TRANSFER_DST, not self.staging)
             src = cbuf if not self.staging else Buffer(device, total, TRANSFER_SRC, True)
-            for slot, arr in constants.items():
+            self._const_refs: dict[tuple[int, np.dtype], TensorRef] = {}
+            for slot, st in copies:
                 spec = specs[slot]
-                try:
-                    data = to_device(arr, spec.dtype, self.storage, f"constant {spec.name}")
-                except ValueError as e:
-                    raise Unsupported(str(e)) from None
-                src.write(coff[slot], data)
-                refs[slot] = TensorRef(cbuf, coff[slot], self._nbytes(slot))
+                data = self._device_constant(constants[slot], spec, st, prepacked)
+                src.write(coff[slot, st], data)
+                ref = TensorRef(cbuf, coff[slot, st], self._nbytes(slot, st))
+                self._const_refs[slot, st] = ref
+                refs.setdefault(slot, ref)
             if self.staging:
                 run_once(device, [Copy(src, 0, cbuf, 0, total)])
                 src.destroy()
@@ -210,12 +297,46 @@ class VulkanExecutor:
                 s: (refs[s].buffer, refs[s].offset) for s in [*self.input_specs, *self.outputs]
             }
 
-        variant = "fp16" if self.fp16 else "fp32"
+        # Autotuning measures on its own scratch buffers, before recording.
+        tuning = None
+        self.autotune_report: AutotuneReport | None = None
+        check_mode(autotune)
+        if autotune != "off":
+            tuning = autotune_table if autotune_table is not None else {}
+            self.autotune_report = autotune_steps(
+                device, self.pipelines, self.caps, self.steps, self.variants, self.specs,
+                autotune, tuning, fastmath=self.fastmath,
+            )  # fmt: skip
         for i, step in enumerate(self.steps):
-            ctx = RecordContext(self.caps, self.pipelines, variant, op_index=i, upload=self._upload)
-            ins = [self._arg(s) for s in step.inputs if s != NO_VALUE]
-            outs = [self._arg(s) for s in step.outputs]
+            ctx = RecordContext(
+                self.caps,
+                self.pipelines,
+                self.variants[i],
+                op_index=i,
+                upload=self._upload,
+                fastmath=self.fastmath,
+                tuning=tuning,
+            )
+            # Mixed storage: the step reads and writes its float tensors in
+            # its variant's storage, through converted copies where they differ.
+            view: dict[int, TensorRef] = {}
+            for s, key in self._pre[i]:
+                view[s] = self._scratch[key]
+                ops += self._convert(ctx, s, refs[s], view[s], OpPhase(i, _CONVERT_IN_PHASE))
+            for s, st in self._const_in[i]:
+                r, off = self._root(s)
+                view[s] = TensorRef(
+                    self._const_refs[r, st].buffer,
+                    self._const_refs[r, st].offset + off,
+                    self._nbytes(s, st),
+                )
+            for s, key in self._post[i]:
+                view[s] = self._scratch[key]
+            ins = [self._arg(s, view) for s in step.inputs if s != NO_VALUE]
+            outs = [self._arg(s, view) for s in step.outputs]
             ops += KERNELS[step.op].record(step, ctx, ins, outs)
+            for s, _ in self._post[i]:
+                ops += self._convert(ctx, s, view[s], refs[s], OpPhase(i, _CONVERT_OUT_PHASE))
         if self.staging:
             for s in self.outputs:
                 buf, off = self._host[s]
@@ -231,16 +352,122 @@ class VulkanExecutor:
             barriers=self.program.stats.barriers,
             record_seconds=self.program.stats.record_seconds,
             aliased=len(self._parent),
+            conversions=sum(len(p) + len(q) for p, q in zip(self._pre, self._post, strict=True)),
         )
 
     # -- storage -----------------------------------------------------------
 
-    def _storage(self, slot: int) -> np.dtype:
-        return storage_dtype(self.specs[slot].dtype, self.storage)
+    def _float_of(self, slot: int) -> np.dtype:
+        """The storage of `slot` were it a float tensor."""
+        return self._slot_float.get(slot, self.storage)
 
-    def _nbytes(self, slot: int) -> int:
+    def _storage(self, slot: int, float_storage: np.dtype | None = None) -> np.dtype:
+        fs = self._float_of(slot) if float_storage is None else float_storage
+        return storage_dtype(self.specs[slot].dtype, fs)
+
+    @staticmethod
+    def _device_constant(
+        arr: np.ndarray, spec: TensorSpec, st: np.dtype, prepacked: PrepackStore | None
+    ) -> np.ndarray | bytes:
+        """`arr` in device storage `st`, from/into the prepacked store when it
+        needs converting (fp32 weights stored as fp16)."""
+        key = prepack_key(spec, arr, st)
+        if prepacked is not None:
+            cached = prepacked.get(key)
+            if cached is not None and len(cached) == arr.size * st.itemsize:
+                return cached
+        try:
+            data = to_device(arr, spec.dtype, st, f"constant {spec.name}")
+        except ValueError as e:
+            raise Unsupported(str(e)) from None
+        if prepacked is not None and data.dtype != arr.dtype:
+            prepacked.put(key, data.tobytes())
+        return data
+
+    def _nbytes(self, slot: int, float_storage: np.dtype | None = None) -> int:
         spec = self.specs[slot]
-        return self._storage(slot).itemsize * max(1, int(np.prod(spec.shape)))
+        return self._storage(slot, float_storage).itemsize * max(1, int(np.prod(spec.shape)))
+
+    def float_storage(self, slot: int) -> str:
+        """How float tensor `slot` is stored: "float16" or "float32"."""
+        return self._float_of(slot).name
+
+    def _variant_float(self, i: int) -> np.dtype:
+        return FP32 if self.variants[i] == "fp32" else FP16
+
+    def _plan_storage(self, constants: Mapping[int, np.ndarray], rules: Sequence[str]) -> None:
+        """Mixed storage (precision "normal"): `precision_rules.plan_mixed`."""
+        mixed = plan_mixed(self.steps, self.specs, set(constants), rules)
+        self.variants = mixed.variants
+        self.fp32_reasons = mixed.reasons
+        self._slot_float = {s: np.dtype(d) for s, d in mixed.storage.items()}
+        self._const_copies = {s: [np.dtype(d) for d in ds] for s, ds in mixed.const_copies.items()}
+
+    def _plan_conversions(
+        self, constants: Mapping[int, np.ndarray]
+    ) -> list[tuple[tuple[str, int, int], int, int, int]]:
+        """Per step, the float tensors stored in the other width than its
+        variant: inputs converted into a scratch before it (`_pre`), outputs
+        written to a scratch and converted after it (`_post`), constants read
+        from their copy (`_const_in`). Returns the scratches as arena entries
+        (id, bytes, first tick, last tick) on `__init__`'s time axis."""
+        n = len(self.steps)
+        self._pre: list[list[tuple[int, tuple[str, int, int]]]] = [[] for _ in range(n)]
+        self._post: list[list[tuple[int, tuple[str, int, int]]]] = [[] for _ in range(n)]
+        self._const_in: list[list[tuple[int, np.dtype]]] = [[] for _ in range(n)]
+        out: list[tuple[tuple[str, int, int], int, int, int]] = []
+        if not self._slot_float:
+            return out
+        for i, step in enumerate(self.steps):
+            if KERNELS[step.op].aliases:
+                continue
+            want = self._variant_float(i)
+            for s in dict.fromkeys(x for x in step.inputs if x != NO_VALUE):
+                if not is_float(self.specs[s].dtype) or self._float_of(s) == want:
+                    continue
+                if self._root(s)[0] in constants:
+                    self._const_in[i].append((s, want))
+                    continue
+                key = ("in", i, s)
+                self._pre[i].append((s, key))
+                out.append((key, self._nbytes(s, want), 3 * i, 3 * i + 1))
+            for s in step.outputs:
+                if not is_float(self.specs[s].dtype) or self._float_of(s) == want:
+                    continue
+                key = ("out", i, s)
+                self._post[i].append((s, key))
+                out.append((key, self._nbytes(s, want), 3 * i + 1, 3 * i + 2))
+        return out
+
+    def _convert(
+        self, ctx: RecordContext, slot: int, src: TensorRef, dst: TensorRef, op_index: int
+    ) -> list[Dispatch]:
+        to_fp32 = dst.nbytes > src.nbytes
+        n = int(np.prod(self.specs[slot].shape))
+        return record_convert(ctx, src, dst, n, to_fp32, op_index, self.specs[slot].name)
+
+    def conversion_list(self) -> list[tuple[str, str, str]]:
+        """(step node, tensor name, "fp16->fp32" / "fp32->fp16") of every
+        storage conversion recorded, in order (precision "normal")."""
+        out = []
+        for i, step in enumerate(self.steps):
+            to = "fp16->fp32" if self.variants[i] == "fp32" else "fp32->fp16"
+            back = "fp32->fp16" if self.variants[i] == "fp32" else "fp16->fp32"
+            out += [(step.node, self.specs[s].name, to) for s, _ in self._pre[i]]
+            out += [(step.node, self.specs[s].name, back) for s, _ in self._post[i]]
+        return out
+
+    def fp32_tensors(self) -> dict[str, str]:
+        """Tensor name -> why it is stored in fp32 (precision "normal"): the
+        rules keeping it, or "fp32 steps only" when every step touching it
+        runs fp32 anyway. Constants (a copy per storage their readers use)
+        are left out; empty for uniform storage."""
+        out: dict[str, str] = {}
+        for s, st in self._slot_float.items():
+            if st == FP32 and self._root(s)[0] not in self._constants:
+                why = self.fp32_reasons.get(s)
+                out[self.specs[s].name] = "+".join(why) if why else "fp32 steps only"
+        return out
 
     def _root(self, slot: int) -> tuple[int, int]:
         off = 0
@@ -256,7 +483,7 @@ class VulkanExecutor:
         for i, step in enumerate(self.steps):
             for s in step.outputs:
                 producer[s] = i
-        for step in self.steps:
+        for i, step in enumerate(self.steps):
             if KERNELS[step.op].aliases:
                 self._parent[step.outputs[0]] = (step.inputs[0], 0)
                 continue
@@ -264,9 +491,11 @@ class VulkanExecutor:
                 continue
             ins = [s for s in step.inputs if s != NO_VALUE]
             offs = concat_in_place(step, [self.specs[s].shape for s in ins])
-            if offs is None:
-                continue
             out = step.outputs[0]
+            # Mixed storage: a concat run in the other width than its output
+            # writes a scratch, so placing its inputs would save nothing.
+            if offs is None or self._storage(out, self._variant_float(i)) != self._storage(out):
+                continue
             esize = self._storage(out).itemsize
             align = max(16, self.caps.min_storage_buffer_offset_alignment)
             seen: set[int] = set()
@@ -281,6 +510,7 @@ class VulkanExecutor:
                     or s not in producer
                     or s in self._parent
                     or self._root(out)[0] == s
+                    or self._storage(s) != self._storage(out)
                     or (off * esize) % align
                 ):
                     continue
@@ -307,9 +537,12 @@ class VulkanExecutor:
         self._buffers.append(b)
         return b
 
-    def _arg(self, slot: int) -> TensorArg:
+    def _arg(self, slot: int, view: Mapping[int, TensorRef] | None = None) -> TensorArg:
+        """`slot` as a recorder sees it; `view` overrides where it lives (a
+        copy in the step's storage width)."""
         spec = self.specs[slot]
-        return TensorArg(self.refs[slot], tuple(spec.shape), spec.dtype)
+        ref = view.get(slot, self.refs[slot]) if view else self.refs[slot]
+        return TensorArg(ref, tuple(spec.shape), spec.dtype)
 
     def run(self, feeds: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
         """Outputs (slot -> array of the spec's dtype) for inputs `feeds` (slot -> array)."""
@@ -324,7 +557,9 @@ class VulkanExecutor:
                 )
             buf, off = self._host[slot]
             try:
-                data = to_device(np.asarray(x), spec.dtype, self.storage, f"input {spec.name}")
+                data = to_device(
+                    np.asarray(x), spec.dtype, self._float_of(slot), f"input {spec.name}"
+                )
             except ValueError as e:
                 raise InvalidArgument(str(e)) from None
             buf.write(off, data)

@@ -43,10 +43,32 @@ def pipeline_spirv(key: PipelineKey, caps: DeviceCaps) -> bytes:
     with `caps`: the compiled shader, post-processed (`vknn.runtime.spirv`)
     with fast math when `key.fastmath` and the device has float_controls2,
     and RoundingModeRTE 16 for fp16 variants where the device supports it."""
+    ident = spirv_identity(key, caps)
+    pre = _PRELOADED.get(ident)
+    if pre is not None:
+        return pre
+    return _postprocessed(*ident)
+
+
+SpirvIdentity = tuple[str, str, bool, bool, tuple[str, ...]]
+
+
+def spirv_identity(key: PipelineKey, caps: DeviceCaps) -> SpirvIdentity:
+    """What `pipeline_spirv` bytes depend on: (shader, variant, fastmath, rte_fp16,
+    fastmath float types). A model cache stores modules under it."""
     fast = key.fastmath and caps.has_float_controls2
     rte = key.variant == "fp16" and caps.rte_fp16
     types = fastmath_float_types(caps) if fast else ()
-    return _postprocessed(key.shader, key.variant, fast, rte, types)
+    return (key.shader, key.variant, fast, rte, types)
+
+
+_PRELOADED: dict[SpirvIdentity, bytes] = {}
+
+
+def preload_spirv(modules: dict[SpirvIdentity, bytes]) -> None:
+    """Post-processed modules from a model cache: `pipeline_spirv` returns them
+    without compiling (a warm session needs no shader compiler)."""
+    _PRELOADED.update(modules)
 
 
 @functools.cache
@@ -108,6 +130,18 @@ class PipelineCache:
         buf = ffi.new("char[]", size[0])
         check(lib.vkGetPipelineCacheData(self.device.device, self.handle, size, buf), "cache data")
         return bytes(ffi.buffer(buf, size[0]))
+
+    def merge(self, blob: bytes) -> bool:
+        """Merge a blob from an earlier run into this cache; False when the
+        driver rejects it (a foreign or stale blob is never an error)."""
+        if not blob:
+            return False
+        src = PipelineCache(self.device, blob)
+        try:
+            srcs = ffi.new("VkPipelineCache[]", [src.handle])
+            return lib.vkMergePipelineCaches(self.device.device, self.handle, 1, srcs) == 0
+        finally:
+            src.destroy()
 
     def destroy(self) -> None:
         if self.handle is not None and self.device.device is not None:
@@ -261,9 +295,14 @@ class Pipelines:
             push_descriptors = device.push_descriptor_fn is not None
         self.push_descriptors = push_descriptors and device.push_descriptor_fn is not None
         self._built: dict[tuple[PipelineKey, int], ComputePipeline] = {}
+        self.requested: set[PipelineKey] | None = None
+        """When a set, every key asked for is added (a session's model cache
+        records the modules its executors use, built now or earlier)."""
 
     def get(self, key: PipelineKey, local_size_x: int) -> ComputePipeline:
         k = (key, local_size_x)
+        if self.requested is not None:
+            self.requested.add(key)
         p = self._built.get(k)
         if p is None:
             p = self._built[k] = ComputePipeline(
@@ -273,6 +312,10 @@ class Pipelines:
 
     def __len__(self) -> int:
         return len(self._built)
+
+    def built_keys(self) -> list[tuple[PipelineKey, int]]:
+        """(key, local size) of every pipeline built so far."""
+        return list(self._built)
 
     def all(self) -> list[Any]:
         return list(self._built.values())

@@ -13,8 +13,9 @@ This package must not import xDSL or the CPU backend.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,14 @@ class RecordContext:
     upload: Callable[[np.ndarray], TensorRef] | None = None
     """Puts a host array (raw words: a table a kernel computes from the step's
     attributes) into a device buffer the executor owns for its lifetime."""
+    fastmath: bool = False
+    """Pipelines get FPFastMathDefault (already decided for the device:
+    `vknn.runtime.spirv.fastmath_enabled`)."""
+    tuning: Mapping[str, Mapping[str, Any]] | None = None
+    """The autotune table (key -> config): a tunable recorder records the
+    listed config of its step's key, when valid here, over its heuristic."""
+    config: Mapping[str, Any] | None = None
+    """One config to record with, over table and heuristic (autotune candidates)."""
 
     def pipeline(
         self,
@@ -68,12 +77,49 @@ class RecordContext:
         push_size: int,
         local_size_x: int,
     ) -> ComputePipeline:
-        key = PipelineKey(shader, self.variant, spec, bindings, push_size)
+        key = PipelineKey(shader, self.variant, spec, bindings, push_size, self.fastmath)
         return self.pipelines.get(key, local_size_x)
+
+
+TuneConfig = dict[str, Any]
+"""One configuration of a tunable kernel (plain ints/strings: msgpack-able)."""
+
+
+@dataclass(frozen=True)
+class TuningSpace:
+    """The configurations a tunable kernel may record one step with (autotune.py).
+    `default` (the heuristic's choice) comes first in `fast`, which is a
+    subset of `thorough`, every config valid on the device."""
+
+    key: str
+    """What a measurement depends on (op, shader family, variant, geometry,
+    epilogue), never the node: equal layers share one table entry."""
+    label: str
+    default: TuneConfig
+    fast: tuple[TuneConfig, ...]
+    thorough: tuple[TuneConfig, ...]
+
+    def candidates(self, mode: str) -> tuple[TuneConfig, ...]:
+        return self.thorough if mode == "thorough" else self.fast
+
+    def choose(self, ctx: RecordContext) -> TuneConfig:
+        """ctx.config, else the table's entry if valid here, else the default."""
+        if ctx.config is not None:
+            if dict(ctx.config) not in self.thorough:
+                raise ValueError(f"{self.key}: config {dict(ctx.config)} is not a candidate")
+            return dict(ctx.config)
+        entry = (ctx.tuning or {}).get(self.key)
+        # A table from another device or version may list a config invalid here.
+        if entry is not None and dict(entry) in self.thorough:
+            return dict(entry)
+        return dict(self.default)
 
 
 Gate = Callable[[Step, DeviceCaps, "list[TensorSpec] | None"], "str | None"]
 Recorder = Callable[[Step, RecordContext, "list[TensorArg]", "list[TensorArg]"], "list[Dispatch]"]
+Tuner = Callable[[Step, DeviceCaps, "list[TensorSpec]", str, bool], "TuningSpace | None"]
+"""(step, caps, input specs, variant, split-K available) -> its tuning space,
+None when there is nothing to choose."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +130,8 @@ class KernelSpec:
     aliases: bool = False
     """The op's output is its first input's memory reinterpreted (reshape):
     the executor gives it no storage of its own and records nothing."""
+    tuning: Tuner | None = None
+    """The recorder reads `TuningSpace.choose(ctx)`: the autotuner may measure it."""
 
 
 KERNELS: dict[str, KernelSpec] = {}
@@ -160,6 +208,7 @@ def pack_u32(*values: int) -> bytes:
 
 
 # Registration: importing the families fills KERNELS.
+from vknn.runtime.vulkan.kernels import attention as _attention  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import cast_select as _cast_select  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import conv as _conv  # noqa: E402, F401
 from vknn.runtime.vulkan.kernels import data_movement as _data_movement  # noqa: E402, F401

@@ -17,6 +17,11 @@ products of K slices to a scratch buffer the executor owns
 (`RecordContext.upload`, one per executor, grown as needed) and
 splitk_reduce.comp sums them in a fixed order with bias and epilogue.
 
+Tile, split count and direct vs GEMM above are the heuristic's choice;
+`conv_space` lists the alternatives valid on the device, which
+`Config.autotune` measures (vulkan/autotune.py) and the recorder then takes
+from the autotune table (`TuningSpace.choose`).
+
 The weights are used in their given layout: [M, Cg, *K] row-major already is
 the GEMM's [M, K] matrix and the direct kernel's per-channel filter, so
 nothing is repacked (and non-constant weights work too). 1-D convs run as
@@ -46,6 +51,8 @@ from vknn.runtime.vulkan.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
+    TuneConfig,
+    TuningSpace,
     flat_dispatches,
     local_size,
     register,
@@ -207,20 +214,73 @@ def splits_for(
     """(splits, kchunk) of a GEMM with grid `groups` (z is multiplied by the
     splits), K = `k` and `total` outputs: 1 slice of all of K unless the
     grid is small and K is long."""
+    splits = heuristic_splits(ctx.caps, ctx.upload is not None, k, groups, total)
+    return splits, kchunk_for(k, splits)
+
+
+def heuristic_splits(
+    caps: DeviceCaps, splitk: bool, k: int, groups: tuple[int, int, int], total: int
+) -> int:
+    """`splits_for`'s count, from the device and whether split-K is available."""
     wgs = math.prod(groups)
     steps = -(-k // BK)
-    if ctx.upload is None or wgs >= SPLITK_TARGET or steps < 2 * SPLITK_MIN_STEPS:
-        return 1, k
+    if not splitk or wgs >= SPLITK_TARGET or steps < 2 * SPLITK_MIN_STEPS:
+        return 1
     want = min(
-        -(-SPLITK_TARGET // wgs), steps // SPLITK_MIN_STEPS, SPLITK_MAX,
-        SPLITK_SCRATCH_FLOATS // max(1, total),
-        ctx.caps.max_storage_buffer_range // max(1, 4 * total),
-        ctx.caps.max_compute_work_group_count[2] // groups[2],
-    )  # fmt: skip
-    if want < 2 or -(-total // local_size(ctx.caps)) > ctx.caps.max_compute_work_group_count[0]:
-        return 1, k
-    chunk = -(-steps // want)
-    return -(-steps // chunk), chunk * BK
+        -(-SPLITK_TARGET // wgs), steps // SPLITK_MIN_STEPS, split_cap(caps, k, groups, total)
+    )
+    return 1 if want < 2 else normalize_splits(k, want)
+
+
+def split_cap(caps: DeviceCaps, k: int, groups: tuple[int, int, int], total: int) -> int:
+    """The most K slices a GEMM may use: one BK step each at least, the
+    scratch budget, the binding range, the z group count, and the sum
+    pass's x group count."""
+    if -(-total // local_size(caps)) > caps.max_compute_work_group_count[0]:
+        return 1
+    return max(1, min(
+        -(-k // BK), SPLITK_MAX, SPLITK_SCRATCH_FLOATS // max(1, total),
+        caps.max_storage_buffer_range // max(1, 4 * total),
+        caps.max_compute_work_group_count[2] // groups[2],
+    ))  # fmt: skip
+
+
+def normalize_splits(k: int, splits: int) -> int:
+    """The slices that a request for `splits` yields: K is cut into equal
+    whole-BK chunks, so e.g. 3 BK steps asked for 2 slices still make 2, and
+    5 slices of 6 steps make 3."""
+    steps = -(-k // BK)
+    return -(-steps // -(-steps // max(1, splits)))
+
+
+def kchunk_for(k: int, splits: int) -> int:
+    """The K of each of `splits` (normalized) slices: all of K when unsplit."""
+    if splits <= 1:
+        return k
+    steps = -(-k // BK)
+    return -(-steps // splits) * BK
+
+
+def split_options(
+    caps: DeviceCaps, splitk: bool, k: int, groups: tuple[int, int, int], total: int
+) -> list[int]:
+    """Every split count a tuner may try for this grid, ascending: 1, the
+    powers of two up to `split_cap` (normalized) and the heuristic's."""
+    if not splitk:
+        return [1]
+    cap = split_cap(caps, k, groups, total)
+    out = {1, heuristic_splits(caps, splitk, k, groups, total)}
+    s = 2
+    while s <= min(cap, SPLITK_MAX):
+        out.add(normalize_splits(k, s))
+        s *= 2
+    return sorted(x for x in out if x <= cap)
+
+
+def split_neighbours(options: list[int], splits: int) -> list[int]:
+    """`splits` and the options next to it (the fast tuner's split-K candidates)."""
+    i = options.index(splits)
+    return [splits, *options[i + 1 : i + 2], *options[max(0, i - 1) : i]]
 
 
 class OpPhase(int):
@@ -288,11 +348,112 @@ def record_splitk_reduce(
     )  # fmt: skip
 
 
+# -- autotuning: the configs a conv may record with (vknn/runtime/vulkan/autotune.py) --
+
+GEMM_TILES = ((16, 16), (16, 8), (8, 16), (8, 8))
+"""conv.comp's (TX, TY): each 8 or 16 (its 4x4 register blocks must fit the
+64-wide shared tiles, and each thread loads at most MAX_LOADS = 8 elements)."""
+DIRECT_LOCAL_SIZES = (256, 128, 64)
+
+
+def _gemm_groups(g: dict[str, int], tx: int, ty: int) -> tuple[int, int, int]:
+    return (-(-g["OH"] * g["OW"] // (4 * tx)), -(-g["Mg"] // (4 * ty)), g["N"] * g["G"])
+
+
+def _gemm_configs(
+    caps: DeviceCaps, g: dict[str, int], total: int, splitk: bool,
+    tiles: tuple[tuple[int, int], ...],
+) -> list[TuneConfig]:  # fmt: skip
+    """Implicit-GEMM configs of `tiles` (x every split count) valid on the device."""
+    if caps.max_compute_shared_memory_size < GEMM_SHARED_BYTES:
+        return []
+    k = g["Cg"] * g["KH"] * g["KW"]
+    most = min(caps.max_compute_work_group_invocations, caps.max_compute_work_group_size[0])
+    out: list[TuneConfig] = []
+    for tx, ty in tiles:
+        groups = _gemm_groups(g, tx, ty)
+        if tx * ty > most or any(
+            n > lim for n, lim in zip(groups, caps.max_compute_work_group_count, strict=True)
+        ):
+            continue
+        for s in split_options(caps, splitk, k, groups, total):
+            out.append({"algo": "gemm", "tx": tx, "ty": ty, "splits": s})
+    return out
+
+
+def _gemm_at(
+    caps: DeviceCaps, g: dict[str, int], total: int, splitk: bool, tile: tuple[int, int]
+) -> TuneConfig:
+    """The GEMM config with tile `tile` and the split heuristic's count for it."""
+    k = g["Cg"] * g["KH"] * g["KW"]
+    splits = heuristic_splits(caps, splitk, k, _gemm_groups(g, *tile), total)
+    return {"algo": "gemm", "tx": tile[0], "ty": tile[1], "splits": splits}
+
+
+def conv_space(
+    step: Step, caps: DeviceCaps, in_specs: list[Any], variant: str, splitk: bool
+) -> TuningSpace:
+    """The tuning space of a `vx.conv` step (`in_specs`: its present inputs,
+    `TensorSpec`s or `TensorArg`s): the implicit GEMM's tile and split-K, the
+    direct kernel's workgroup size, and direct vs GEMM near the threshold.
+    fast: the heuristic's config, its split-K neighbours, the other square
+    tile, and the other algorithm where Mg is near GEMM_MIN_MG."""
+    own, _ = epilogues.split_inputs(step, in_specs)
+    y = tuple(step.out_specs[0].shape)
+    g = _geometry(step, tuple(own[0].shape), tuple(own[1].shape), y)
+    total = _numel(y)
+    ls = local_size(caps)
+    direct: list[TuneConfig] = [{"algo": "direct", "ls": ls}]
+    direct += [
+        {"algo": "direct", "ls": n}
+        for n in DIRECT_LOCAL_SIZES
+        if n != ls and n == local_size(caps, n)
+    ]  # fmt: skip
+    if g["Mg"] >= GEMM_MIN_MG:
+        tile = _gemm_tile(caps, g)
+        default = _gemm_at(caps, g, total, splitk, tile)
+        k = g["Cg"] * g["KH"] * g["KW"]
+        options = split_options(caps, splitk, k, _gemm_groups(g, *tile), total)
+        fast = [{**default, "splits": s} for s in split_neighbours(options, default["splits"])]
+        fast.append(_gemm_at(caps, g, total, splitk, (8, 8) if tile == (16, 16) else (16, 16)))
+        if g["Mg"] < 2 * GEMM_MIN_MG:
+            fast.append(direct[0])
+        thorough = _gemm_configs(caps, g, total, splitk, GEMM_TILES) + direct
+    else:
+        default = direct[0]
+        # The GEMM wastes most of a tile on narrow groups; depthwise never tries it.
+        grid = _gemm_configs(caps, g, total, splitk, GEMM_TILES) if g["Mg"] >= 2 else []
+        fast = [default]
+        if g["Mg"] >= GEMM_MIN_MG // 2 and grid:
+            fast.append(_gemm_at(caps, g, total, splitk, (8, 8)))
+        thorough = direct + grid
+    thorough = [default] + [c for c in thorough if c != default]
+    fast = [c for i, c in enumerate(fast) if c in thorough and c not in fast[:i]]
+    epi = epilogues.epilogue_of(step) is not None
+    key = (
+        f"{step.op}|conv|{variant}|x{g['N']}x{g['C']}x{g['H']}x{g['W']}|m{g['M']}g{g['G']}"
+        f"|k{g['KH']}x{g['KW']}s{g['SH']}x{g['SW']}d{g['DH']}x{g['DW']}p{g['PH']}x{g['PW']}"
+        f"|y{g['OH']}x{g['OW']}|b{int(len(own) > 2)}e{int(epi)}"
+    )
+    grouped = f" g{g['G']}" if g["G"] > 1 else ""
+    label = (
+        f"Conv {g['C']}x{g['H']}x{g['W']} {g['KH']}x{g['KW']}/{g['SH']}{grouped}"
+        f" -> {g['M']}x{g['OH']}x{g['OW']}"
+    )
+    return TuningSpace(key, label, default, tuple(fast), tuple(thorough))
+
+
+def _tune_conv(
+    step: Step, caps: DeviceCaps, in_specs: list[TensorSpec], variant: str, splitk: bool
+) -> TuningSpace | None:
+    return conv_space(step, caps, in_specs, variant, splitk)
+
+
 def _record_gemm(
     step: Step, ctx: RecordContext, x: TensorArg, w: TensorArg, b: TensorArg | None, y: TensorArg,
-    extra: list[TensorArg], g: dict[str, int],
+    extra: list[TensorArg], g: dict[str, int], cfg: TuneConfig,
 ) -> list[Dispatch]:  # fmt: skip
-    tx, ty = _gemm_tile(ctx.caps, g)
+    tx, ty = int(cfg["tx"]), int(cfg["ty"])
     pointwise = (
         g["KH"] == g["KW"] == g["SH"] == g["SW"] == 1 and g["PH"] == g["PW"] == 0
         and g["OH"] == g["H"] and g["OW"] == g["W"]
@@ -302,7 +463,8 @@ def _record_gemm(
     p_count = g["OH"] * g["OW"]
     groups = (-(-p_count // (4 * tx)), -(-g["Mg"] // (4 * ty)), g["N"] * g["G"])
     total = y.size
-    splits, kchunk = splits_for(ctx, k, groups, total)
+    splits = int(cfg["splits"])
+    kchunk = kchunk_for(k, splits)
     push = _GEMM_PUSH.pack(
         g["C"], g["H"], g["W"], g["M"], g["OH"], g["OW"], g["Cg"], g["Mg"], k,
         g["KH"], g["KW"], g["G"], g["SH"], g["SW"], g["DH"], g["DW"], g["PH"], g["PW"],
@@ -337,10 +499,11 @@ def _record_gemm(
 def _record_direct(
     shader: str, label: str, step: Step, ctx: RecordContext, x: TensorArg, w: TensorArg,
     b: TensorArg | None, y: TensorArg, extra: list[TensorArg], g: dict[str, int],
+    ls: int | None = None,
 ) -> list[Dispatch]:  # fmt: skip
     name, epi = epilogues.variant(shader, step, _product(step), extra, 4)
     pipe = ctx.pipeline(
-        name, ((1, b is not None),), 4 + len(epi), _DIRECT_PUSH.size, local_size(ctx.caps)
+        name, ((1, b is not None),), 4 + len(epi), _DIRECT_PUSH.size, ls or local_size(ctx.caps)
     )
     n = y.size
     tail = (
@@ -365,9 +528,13 @@ def record_conv(
     x, w, b, extra = _operands(step, ins)
     y = outs[0]
     g = _geometry(step, x.shape, w.shape, y.shape)
-    if g["Mg"] >= GEMM_MIN_MG:
-        return _record_gemm(step, ctx, x, w, b, y, extra, g)
-    return _record_direct("conv_direct", "Conv direct", step, ctx, x, w, b, y, extra, g)
+    space = conv_space(step, ctx.caps, ins, ctx.variant, ctx.upload is not None)
+    cfg = space.choose(ctx)
+    if cfg["algo"] == "gemm":
+        return _record_gemm(step, ctx, x, w, b, y, extra, g, cfg)
+    return _record_direct(
+        "conv_direct", "Conv direct", step, ctx, x, w, b, y, extra, g, cfg.get("ls")
+    )
 
 
 # -- vx.conv_transpose ------------------------------------------------------
@@ -423,7 +590,7 @@ def record_batchnorm(
     )  # fmt: skip
 
 
-register(KernelSpec("vx.conv", gate_conv, record_conv))
+register(KernelSpec("vx.conv", gate_conv, record_conv, tuning=_tune_conv))
 register(KernelSpec("vx.conv_transpose", gate_conv_transpose, record_conv_transpose))
 register(KernelSpec("vx.batchnorm", gate_batchnorm, record_batchnorm))
 epilogues.register_host("vx.conv")

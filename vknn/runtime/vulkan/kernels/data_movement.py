@@ -83,7 +83,8 @@ def pipeline(
     push_size: int,
 ) -> ComputePipeline:
     """The pipeline of `shader` in the variant whose words hold `dtype`."""
-    key = PipelineKey(shader, elem_variant(dtype, ctx.variant), spec, bindings, push_size)
+    variant = elem_variant(dtype, ctx.variant)
+    key = PipelineKey(shader, variant, spec, bindings, push_size, ctx.fastmath)
     return ctx.pipelines.get(key, local_size(ctx.caps))
 
 

@@ -14,9 +14,14 @@ Tile size is chosen per step from the grid it yields: 64 x 64 tiles (256
 invocations, 4 x 4 outputs each) when that still gives >= 64 workgroups,
 else 32 x 32, because transformer-sized products (M = 128) otherwise leave
 most of a big GPU's SMs idle. A grid still under `conv.SPLITK_TARGET`
-workgroups with a long K is split along K (as conv does: matmul.comp built
-with VKNN_SPLITK writes fp32 partials, splitk_reduce.comp sums them and
-applies alpha, beta * C and the epilogue).
+workgroups with a long K is split along K in one dispatch: matmul.comp
+built with VKNN_SPLITK writes each slice's fp32 partials to scratch and
+counts the slice in on a per-tile integer counter (`tile_counters`); the
+slice arriving last sums the tile in slice order and applies alpha, beta * C
+and the epilogue (conv still sums in a second pass, splitk_reduce.comp).
+Tile and split count are the heuristic's choices; `matmul_space` lists every
+valid (BM, BN) in {32, 64, 128}^2 x split count for `Config.autotune`
+(vulkan/autotune.py) to measure.
 
 Epilogue host (`epilogues.register_host`): a step that `attach_epilogues`
 merged with its `vx.fused_pointwise` epilogue (`epilogues.EPILOGUE_ATTR`:
@@ -33,11 +38,13 @@ from __future__ import annotations
 
 import math
 import struct
+import weakref
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import epilogues, pointwise_codegen
+from vknn.runtime.vulkan import epilogues, pointwise_codegen, views
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.kernels import (
@@ -45,15 +52,25 @@ from vknn.runtime.vulkan.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
+    TuneConfig,
+    TuningSpace,
     register,
 )
-from vknn.runtime.vulkan.kernels.conv import record_splitk_reduce, scratch, splits_for
+from vknn.runtime.vulkan.kernels.conv import (
+    BK,
+    heuristic_splits,
+    kchunk_for,
+    scratch,
+    split_neighbours,
+    split_options,
+)
 from vknn.runtime.vulkan.kernels.elementwise import collapse_broadcast
+from vknn.runtime.vulkan.memory import TensorRef
 from vknn.runtime.vulkan.shaders import register_variant
 
 MAX_BATCH_RANK = 3
 TILE_M_N = ((64, 64), (32, 32))
-_PUSH = struct.Struct("<9I3I3I3Iff2I")
+_PUSH = struct.Struct("<9I3I3I3Iff4I")
 
 
 def _strides(shape: tuple[int, ...]) -> list[int]:
@@ -140,6 +157,7 @@ def gate_matmul(
     own, _ = epilogues.split_inputs(step, in_specs)
     if len(own) != 2:
         return f"{step.kind}: expected 2 inputs, got {len(own)}"
+    own = _logical(step, own)
     a, b = own[0].shape, own[1].shape
     if len(a) < 2 or len(b) < 2:
         return f"{step.kind}: 1-D operands are reshaped by the lowering; got {a} x {b}"
@@ -162,39 +180,44 @@ def _product_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return (*np.broadcast_shapes(a[:-2], b[:-2]), a[-2], b[-1])
 
 
-def record_matmul(
-    step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
-) -> list[Dispatch]:
-    a, b = ins[0], ins[1]
-    shape = _product_shape(a.shape, b.shape)
-    dims, sa, sb = _batch(a.shape, b.shape, shape)
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    if _fold_batch(a.shape, shape, sb):
+class _Geom(NamedTuple):
+    """A product as matmul.comp computes it (what `_record` needs besides tensors)."""
+
+    m: int
+    n: int
+    k: int
+    sa: tuple[int, int]
+    sb: tuple[int, int]
+    has_c: bool
+    sc: tuple[int, int]
+    dims: list[int]
+    bsa: list[int]
+    bsb: list[int]
+    alpha: float
+    beta: float
+    product_shape: tuple[int, ...]
+    a_off: int = 0
+    b_off: int = 0
+    """First elements of A and B in their buffers (views of larger tensors)."""
+
+
+def _matmul_geom(a: tuple[int, ...], b: tuple[int, ...]) -> _Geom:
+    shape = _product_shape(a, b)
+    dims, sa, sb = _batch(a, b, shape)
+    m, k, n = a[-2], a[-1], b[-1]
+    if _fold_batch(a, shape, sb):
         # B is shared by every batch entry and A has them all: one [B*M, K]
         # product (a [128, 1, 256] x [256, 768] projection is M = 128, not
         # 128 products of one row each, which would waste 31/32 of a tile).
         m, dims, sa, sb = m * math.prod(dims), [1], [0], [0]
-    own = len(epilogues.split_inputs(step, ins)[0])
-    return _record(
-        step,
-        ctx,
-        ins,
-        outs,
-        own,
-        m,
-        n,
-        k,
-        (k, 1),
-        (n, 1),
-        None,
-        (0, 0),
-        dims,
-        sa,
-        sb,
-        1.0,
-        0.0,
-        shape,
-    )
+    return _Geom(m, n, k, (k, 1), (n, 1), False, (0, 0), dims, sa, sb, 1.0, 0.0, shape)
+
+
+def record_matmul(
+    step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
+) -> list[Dispatch]:
+    own = epilogues.split_inputs(step, ins)[0]
+    return _record(step, ctx, ins, outs, len(own), _geom(step, own))
 
 
 # -- vx.gemm ----------------------------------------------------------------
@@ -214,6 +237,7 @@ def gate_gemm(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = 
     if in_specs is None:
         return None
     own, _ = epilogues.split_inputs(step, in_specs)
+    own = _logical(step, own)
     a, b = own[0].shape, own[1].shape
     if len(a) != 2 or len(b) != 2:
         return f"{step.kind}: A and B must be 2-D"
@@ -225,39 +249,92 @@ def gate_gemm(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = 
     return why or _epilogue_gate(step, in_specs, product)
 
 
+def _gemm_geom(step: Step, own: list[Any]) -> _Geom:
+    """`own`: the step's own present inputs (`TensorArg`s or `TensorSpec`s)."""
+    a, b = own[0].shape, own[1].shape
+    m, n, k = _gemm_dims(step, a, b)
+    sa = (1, m) if step.attrs["trans_a"] else (k, 1)
+    sb = (1, k) if step.attrs["trans_b"] else (n, 1)
+    has_c = _has_c(step, len(own))
+    sc = (0, 0)
+    if has_c:
+        full = (1,) * (2 - len(own[2].shape)) + tuple(own[2].shape)
+        sc = (full[1] if full[0] != 1 else 0, 1 if full[1] != 1 else 0)
+    alpha, beta = float(step.attrs["alpha"]), float(step.attrs["beta"])
+    return _Geom(m, n, k, sa, sb, has_c, sc, [1], [0], [0], alpha, beta, (m, n))
+
+
 def record_gemm(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
-    own = len(epilogues.split_inputs(step, ins)[0])
-    a, b = ins[0], ins[1]
-    m, n, k = _gemm_dims(step, a.shape, b.shape)
-    sa = (1, m) if step.attrs["trans_a"] else (k, 1)
-    sb = (1, k) if step.attrs["trans_b"] else (n, 1)
-    c = ins[2] if _has_c(step, own) else None
-    sc = (0, 0)
-    if c is not None:
-        full = (1,) * (2 - len(c.shape)) + tuple(c.shape)
-        sc = (full[1] if full[0] != 1 else 0, 1 if full[1] != 1 else 0)
-    return _record(
-        step,
-        ctx,
-        ins,
-        outs,
-        own,
-        m,
-        n,
-        k,
-        sa,
-        sb,
-        c,
-        sc,
-        [1],
-        [0],
-        [0],
-        float(step.attrs["alpha"]),
-        float(step.attrs["beta"]),
-        (m, n),
-    )
+    own = epilogues.split_inputs(step, ins)[0]
+    return _record(step, ctx, ins, outs, len(own), _geom(step, own))
+
+
+# -- autotuning: the configs a product may record with (vknn/runtime/vulkan/autotune.py) --
+
+TILE_SIDES = (32, 64, 128)
+"""matmul.comp's BM and BN: multiples of 4 whose A / B tiles each thread
+loads in at most MAX_LOADS = 8 elements (BN, BM >= 32) and evenly."""
+
+
+def _space(step: Step, caps: DeviceCaps, geo: _Geom, variant: str, splitk: bool) -> TuningSpace:
+    """Tile (BM, BN) x split-K. fast: the heuristic's config, its split-K
+    neighbours and the other square tile; thorough: every valid pair."""
+    batch = math.prod(geo.dims)
+    total = batch * geo.m * geo.n
+    most = min(caps.max_compute_work_group_invocations, caps.max_compute_work_group_size[0])
+    cnt = caps.max_compute_work_group_count
+
+    def groups(bm: int, bn: int) -> tuple[int, int, int]:
+        return (-(-geo.n // bn), -(-geo.m // bm), batch)
+
+    def at(bm: int, bn: int) -> TuneConfig:
+        s = heuristic_splits(caps, splitk, geo.k, groups(bm, bn), total)
+        return {"bm": bm, "bn": bn, "splits": s}
+
+    grid: list[TuneConfig] = []
+    for bm in TILE_SIDES:
+        for bn in TILE_SIDES:
+            gx, gy, gz = groups(bm, bn)
+            if (
+                (bm // 4) * (bn // 4) > most
+                or 4 * BK * (bm + bn) > caps.max_compute_shared_memory_size
+                or gx > cnt[0] or gy > cnt[1] or gz > cnt[2]
+            ):  # fmt: skip
+                continue
+            for s in split_options(caps, splitk, geo.k, (gx, gy, gz), total):
+                grid.append({"bm": bm, "bn": bn, "splits": s})
+    default = at(*_tiles(geo.m, geo.n, batch, caps))
+    options = split_options(caps, splitk, geo.k, groups(default["bm"], default["bn"]), total)
+    fast = [{**default, "splits": s} for s in split_neighbours(options, default["splits"])]
+    fast.append(at(32, 32) if (default["bm"], default["bn"]) == (64, 64) else at(64, 64))
+    thorough = [default] + [c for c in grid if c != default]
+    fast = [c for i, c in enumerate(fast) if c in thorough and c not in fast[:i]]
+    epi = epilogues.epilogue_of(step) is not None
+    dims = "x".join(map(str, geo.dims))
+    key = (
+        f"{step.op}|matmul|{variant}|m{geo.m}n{geo.n}k{geo.k}|b{dims}"
+        f"|as{geo.bsa}bs{geo.bsb}|t{int(geo.sa[1] != 1)}{int(geo.sb[1] != 1)}"
+        f"|c{int(geo.has_c)}{geo.sc}|e{int(epi)}"
+    ).replace(" ", "")
+    label = f"{step.kind} {dims}x{geo.m}x{geo.k} @ {geo.k}x{geo.n}"
+    return TuningSpace(key, label, default, tuple(fast), tuple(thorough))
+
+
+def matmul_space(
+    step: Step, caps: DeviceCaps, in_specs: list[Any], variant: str, splitk: bool
+) -> TuningSpace:
+    """The tuning space of a `vx.matmul` / `vx.gemm` step (`in_specs`: its
+    present inputs, `TensorSpec`s or `TensorArg`s)."""
+    own = epilogues.split_inputs(step, in_specs)[0]
+    return _space(step, caps, _geom(step, own), variant, splitk)
+
+
+def _tune(
+    step: Step, caps: DeviceCaps, in_specs: list[TensorSpec], variant: str, splitk: bool
+) -> TuningSpace | None:
+    return matmul_space(step, caps, in_specs, variant, splitk)
 
 
 # -- shared recorder ----------------------------------------------------------
@@ -269,71 +346,164 @@ def _record(
     ins: list[TensorArg],
     outs: list[TensorArg],
     own: int,
-    m: int,
-    n: int,
-    k: int,
-    sa: tuple[int, int],
-    sb: tuple[int, int],
-    c: TensorArg | None,
-    sc: tuple[int, int],
-    dims: list[int],
-    bsa: list[int],
-    bsb: list[int],
-    alpha: float,
-    beta: float,
-    product_shape: tuple[int, ...],
+    geo: _Geom,
 ) -> list[Dispatch]:
+    m, n, k, sa, sb, _, sc, dims, bsa, bsb, alpha, beta, product_shape = geo[:13]
     a, b, y = ins[0], ins[1], outs[0]
+    c = ins[2] if geo.has_c else None
     batch = math.prod(dims)
-    bm, bn = _tiles(m, n, batch, ctx.caps)
+    cfg = _space(step, ctx.caps, geo, ctx.variant, ctx.upload is not None).choose(ctx)
+    bm, bn = int(cfg["bm"]), int(cfg["bn"])
     pad = [1] * (MAX_BATCH_RANK - len(dims))
     zero = [0] * (MAX_BATCH_RANK - len(dims))
     spec = ((1, bm), (2, bn), (3, sa[1] == 1), (4, sb[1] == 1), (5, c is not None))
     groups = (-(-n // bn), -(-m // bm), batch)
     total = batch * m * n
-    splits, kchunk = splits_for(ctx, k, groups, total)
+    splits = int(cfg["splits"])
+    kchunk = kchunk_for(k, splits)
     push = _PUSH.pack(
         m, n, k, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
         *(pad + dims), *(zero + bsa), *(zero + bsb), alpha, beta, kchunk, splits,
+        geo.a_off, geo.b_off,
     )  # fmt: skip
     label = f"{step.node} ({step.kind})"
-    if splits > 1:
-        part = scratch(ctx, splits * total)
-        shader = register_variant("matmul", {"VKNN_SPLITK": "1"})
-        binds = [
-            a.binding(), b.binding(), Binding(part.buffer, part.offset, 4 * splits * total, True),
-            a.binding(),
-        ]  # fmt: skip
-        pipe = ctx.pipeline(shader, spec, len(binds), _PUSH.size, (bm // 4) * (bn // 4))
-        first = Dispatch(
-            pipe, binds, push, (groups[0], groups[1], batch * splits), ctx.op_index,
-            f"{step.node} ({step.kind}, split-K x{splits})",
-        )  # fmt: skip
-        product = TensorSpec("product", product_shape, y.dtype)
-        rest = record_splitk_reduce(
-            step, ctx, part, splits, total, 2 if c is not None else 0,
-            c.binding() if c is not None else None, y, ins[own:], product,
-            (n, m, sc[0], sc[1], alpha, beta),
-        )  # fmt: skip
-        return [first, *rest]
-    shader = "matmul"
     bindings = [a.binding(), b.binding(), y.binding(write=True), (c or a).binding()]
+    defines: dict[str, str] = {}
+    generated: dict[str, str] = {}
+    if splits > 1:
+        # One dispatch: the slice that finishes a tile last sums its partials
+        # (matmul.comp), so split-K costs no reduce dispatch and no barrier.
+        part = scratch(ctx, splits * total)
+        count = tile_counters(ctx, groups[0] * groups[1] * batch)
+        bindings += [
+            Binding(part.buffer, part.offset, 4 * splits * total, True),
+            Binding(count.buffer, count.offset, count.nbytes, True),
+        ]
+        defines["VKNN_SPLITK"] = "1"
+        groups = (groups[0], groups[1], batch * splits)
+        label = f"{step.node} ({step.kind}, split-K x{splits})"
     epi = epilogues.epilogue_of(step)
     if epi is not None:
         product = TensorSpec("product", product_shape, y.dtype)
         extra = ins[own:]
         specs = [product, *(TensorSpec(f"e{i}", x.shape, x.dtype) for i, x in enumerate(extra))]
         code = pointwise_codegen.generate(
-            epi["region"], specs, step.out_specs, primary=0, first_binding=4
+            epi["region"], specs, step.out_specs, primary=0, first_binding=len(bindings)
         )
-        shader = register_variant("matmul", code.defines, {pointwise_codegen.PW_BODY: code.source})
+        defines.update(code.defines)
+        generated[pointwise_codegen.PW_BODY] = code.source
         bindings += code.bindings([None, *extra])
+    shader = register_variant("matmul", defines, generated) if defines else "matmul"
     pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, (bm // 4) * (bn // 4))
     return [Dispatch(pipe, bindings, push, groups, ctx.op_index, label)]
 
 
-register(KernelSpec("vx.matmul", gate_matmul, record_matmul))
-register(KernelSpec("vx.gemm", gate_gemm, record_gemm))
+_COUNTERS: weakref.WeakKeyDictionary[Any, TensorRef] = weakref.WeakKeyDictionary()
+
+
+def tile_counters(ctx: RecordContext, tiles: int) -> TensorRef:
+    """The split-K tile counters of the executor behind `ctx.upload`: zeros,
+    and every split-K dispatch leaves them zero again (its last slice per
+    tile resets its counter), so its steps share them; hazard tracking
+    orders those steps as it does for their shared partials buffer."""
+    assert ctx.upload is not None
+    owner = getattr(ctx.upload, "__self__", ctx.upload)
+    ref = _COUNTERS.get(owner)
+    if ref is None or ref.nbytes < 4 * tiles:
+        ref = ctx.upload(np.zeros(max(tiles, 64), np.uint32))
+        _COUNTERS[owner] = ref
+    return ref
+
+
+# -- strided A / B (views.fold_views: transposes, slices and head splits
+# feeding a product are read in place) ------------------------------------------
+
+
+def _logical(step: Step, own: list[Any]) -> list[Any]:
+    """`own` (specs or args) with A and B as the views' logical tensors."""
+    if views.VIEWS_ATTR not in step.attrs:
+        return own
+    out = list(own)
+    for i in (0, 1):
+        v = views.input_view(step, i, own[i].shape)
+        out[i] = TensorSpec(getattr(own[i], "name", f"in{i}"), v.shape, own[i].dtype)
+    return out
+
+
+def _geom(step: Step, own: list[Any]) -> _Geom:
+    """The product's geometry from its own inputs (specs or args), views included."""
+    if views.VIEWS_ATTR in step.attrs:
+        return _view_geom(step, own)
+    if step.op == "vx.gemm":
+        return _gemm_geom(step, own)
+    return _matmul_geom(tuple(own[0].shape), tuple(own[1].shape))
+
+
+def _view_geom(step: Step, own: list[Any]) -> _Geom:
+    av = views.input_view(step, 0, own[0].shape)
+    bv = views.input_view(step, 1, own[1].shape)
+    if step.op == "vx.gemm":
+        geo = _gemm_geom(step, _logical(step, own))
+        # A(m, k) / B(k, n) through the views' row and column strides.
+        sa = av.strides[::-1] if step.attrs["trans_a"] else av.strides
+        sb = bv.strides[::-1] if step.attrs["trans_b"] else bv.strides
+        return geo._replace(sa=tuple(sa), sb=tuple(sb), a_off=av.offset, b_off=bv.offset)
+    shape = _product_shape(av.shape, bv.shape)
+    rank = len(shape) - 2
+
+    def batch_strides(v: views.View) -> list[int]:
+        pad = rank - (len(v.shape) - 2)
+        return [
+            0 if j < 0 or v.shape[j] == 1 else v.strides[j] for j in (d - pad for d in range(rank))
+        ]
+
+    sa_b, sb_b = batch_strides(av), batch_strides(bv)
+    dims: list[tuple[int, int, int]] = []
+    for n_, x, y in zip(shape[:-2], sa_b, sb_b, strict=True):
+        if n_ == 1:
+            continue
+        if dims and dims[-1][1] == x * n_ and dims[-1][2] == y * n_:
+            dims[-1] = (dims[-1][0] * n_, x, y)
+        else:
+            dims.append((n_, x, y))
+    if len(dims) > MAX_BATCH_RANK:
+        raise ValueError(f"{len(dims)} batch dims after collapsing (max {MAX_BATCH_RANK})")
+    m, k, n = av.shape[-2], av.shape[-1], bv.shape[-1]
+    sa, sb = (av.strides[-2], av.strides[-1]), (bv.strides[-2], bv.strides[-1])
+    bd = [d[0] for d in dims] or [1]
+    ba, bb = [d[1] for d in dims] or [0], [d[2] for d in dims] or [0]
+    if len(dims) == 1 and bb == [0] and (ba[0] == m * sa[0] or m == 1):
+        # A's rows run on across the batch (one row: any row stride will do).
+        sa = (ba[0] if m == 1 else sa[0], sa[1])
+        m, bd, ba, bb = m * bd[0], [1], [0], [0]
+    return _Geom(
+        m, n, k, sa, sb, False, (0, 0), bd, ba, bb, 1.0, 0.0, shape, av.offset, bv.offset
+    )
+
+
+def _batch_contiguous(v: views.View) -> bool:
+    dims = [(n, s) for n, s in zip(v.shape[:-2], v.strides[:-2], strict=True) if n != 1]
+    return all(a == b * n for (_, a), (n, b) in zip(dims, dims[1:], strict=False))
+
+
+def accept_operand(step: Step, position: int, view: views.View) -> bool:
+    """A and B (not C, not epilogue operands) with non-negative strides,
+    batch dims that collapse as a row-major operand's would (or few enough
+    that any layout fits matmul.comp's three) and 32-bit offsets."""
+    if position > 1 or any(s < 0 for s in view.strides) or view.offset >= 1 << 31:
+        return False
+    if step.op == "vx.gemm":
+        return len(view.shape) == 2
+    if len(view.shape) < 2:
+        return False
+    product = step.out_specs[0].shape  # an epilogue keeps the product's shape
+    return sum(1 for d in product[:-2] if d != 1) <= MAX_BATCH_RANK or _batch_contiguous(view)
+
+
+register(KernelSpec("vx.matmul", gate_matmul, record_matmul, tuning=_tune))
+register(KernelSpec("vx.gemm", gate_gemm, record_gemm, tuning=_tune))
+views.register_strided("vx.matmul", accept_operand)
+views.register_strided("vx.gemm", accept_operand)
 # Per-"channel" epilogue operands of a product are per column (bias rows).
 epilogues.register_host("vx.matmul", -1)
 epilogues.register_host("vx.gemm", -1)

@@ -1,0 +1,442 @@
+"""`precision="normal"` on the Vulkan backend: fp16 storage except the float
+tensors a named precision rule keeps in fp32 (`vulkan/precision_rules.py`),
+with storage conversions inserted by the executor where a step's shader
+variant differs from a tensor's storage. Validation layer on, zero messages.
+
+- which slots the rules keep, on a small transformer-like graph, a
+  decomposed LayerNorm and the BERT-style encoder;
+- numerics: a softmax whose logits pass 65504 is exact under `normal` and
+  wrong under `low` (which saturates them); a decomposed LayerNorm of a
+  large-mean input; BERT vs onnxruntime (cosine >= 0.9999, max abs error no
+  worse than `low`);
+- split-K GEMMs / convs with an epilogue, concats and the staged path under
+  mixed storage;
+- `low` and `high` insert no conversion and keep their dispatch counts;
+  `normal` adds exactly one dispatch per conversion.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto
+from onnx import helper as oh
+from onnx import numpy_helper as nh
+
+import vknn
+from tests.unit.models import cosine_and_error, model_inputs, torch_model
+from vknn.runtime.vulkan.executor import VulkanExecutor
+from vknn.runtime.vulkan.precision_rules import DEFAULT_RULES, RULES, fp32_slots, plan_mixed
+
+F = TensorProto.FLOAT
+
+
+def _model(nodes, inputs, outputs, inits=()):  # type: ignore[no-untyped-def]
+    g = oh.make_graph(
+        nodes,
+        "g",
+        [oh.make_tensor_value_info(n, F, s) for n, s in inputs],
+        [oh.make_tensor_value_info(n, F, None) for n in outputs],
+        list(inits),
+    )
+    return oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+
+
+def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+
+
+def _executor(sess: vknn.Session) -> VulkanExecutor:
+    (ex,) = sess._bucket.executors.values()  # type: ignore[union-attr]
+    return ex  # type: ignore[no-any-return]
+
+
+def _session(model: onnx.ModelProto, precision: str, **kw) -> vknn.Session:  # type: ignore[no-untyped-def]
+    return vknn.Session(model, vknn.Config(precision=precision, allow_cpu_fallback=False, **kw))
+
+
+def tiny_transformer(seq: int = 16, d: int = 32) -> onnx.ModelProto:
+    """LayerNorm -> Q/K/V projections -> scaled softmax attention -> residual
+    (+ sigmoid(z), computed in fp16) -> LayerNorm, plus `aux = z * beta`: an
+    fp16 step sharing LayerNorm's bias constant with the fp32 ones. Outputs
+    y, aux, probs."""
+    rng = np.random.default_rng(0)
+
+    def init(name: str, shape: tuple[int, ...], scale: float) -> onnx.TensorProto:
+        return nh.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    inits = [
+        init("gamma", (d,), 0.1),
+        init("beta", (d,), 0.1),
+        init("wq", (d, d), d**-0.5),
+        init("wk", (d, d), d**-0.5),
+        init("wv", (d, d), d**-0.5),
+        init("bq", (d,), 0.1),
+        nh.from_array(np.array(d**-0.5, np.float32), "scale"),
+    ]
+    nodes = [
+        oh.make_node("LayerNormalization", ["x", "gamma", "beta"], ["ln"], axis=-1),
+        oh.make_node("MatMul", ["ln", "wq"], ["q0"]),
+        oh.make_node("Add", ["q0", "bq"], ["q"]),
+        oh.make_node("MatMul", ["ln", "wk"], ["k"]),
+        oh.make_node("MatMul", ["ln", "wv"], ["v"]),
+        oh.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        oh.make_node("MatMul", ["q", "kt"], ["s0"]),
+        oh.make_node("Mul", ["s0", "scale"], ["logits"]),
+        oh.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+        oh.make_node("MatMul", ["probs", "v"], ["att"]),
+        oh.make_node("Sigmoid", ["z"], ["gate"]),
+        oh.make_node("Add", ["att", "ln"], ["res0"]),
+        oh.make_node("Add", ["res0", "gate"], ["res"]),
+        oh.make_node("LayerNormalization", ["res", "gamma", "beta"], ["y"], axis=-1),
+        oh.make_node("Mul", ["z", "beta"], ["aux"]),
+    ]
+    # probs is an output too, so fuse-attention leaves the softmax a step.
+    return _model(nodes, [("x", [1, seq, d]), ("z", [1, seq, d])], ["y", "aux", "probs"], inits)
+
+
+def _names(ex: VulkanExecutor, slots: object) -> set[str]:
+    return {ex.specs[s].name for s in slots}  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------
+# Rules and storage decisions
+# ---------------------------------------------------------------------------
+
+
+def test_rule_registry() -> None:
+    assert set(DEFAULT_RULES) <= set(RULES)
+    assert all(RULES[r].why for r in RULES)
+    with pytest.raises(ValueError, match="unknown precision rule"):
+        fp32_slots([], {}, ["no_such_rule"])
+
+
+def test_plan_mixed_pure() -> None:
+    """Alias groups share a storage; a step touching a kept slot runs fp32; a
+    slot only fp32 steps touch is fp32 without a rule; a constant gets the
+    storage of its readers."""
+    from vknn.runtime.plan import Step, TensorSpec
+
+    def spec(s: int, shape: tuple[int, ...] = (4, 8)) -> TensorSpec:
+        return TensorSpec(f"t{s}", shape, "float32")
+
+    steps = [
+        Step("vx.matmul", "mm", [0, 1], [2], [spec(2)]),
+        Step("vx.reshape", "rs", [2], [3], [spec(3, (32,))]),
+        Step("vx.softmax", "sm", [3], [4], [spec(4, (32,))], {"axis": 0}),
+        Step("vx.unary", "r1", [4], [5], [spec(5, (32,))], {"kind": "relu"}),
+        Step("vx.unary", "r2", [0], [6], [spec(6, (4, 8))], {"kind": "relu"}),
+    ]
+    specs = {0: spec(0, (4, 8)), 1: spec(1, (8, 8))}
+    for st in steps:
+        specs[st.outputs[0]] = st.out_specs[0]
+    mixed = plan_mixed(steps, specs, {1})
+    assert mixed.reasons == {2: ("softmax_io",), 3: ("softmax_io",), 4: ("softmax_io",)}
+    assert mixed.variants == ["fp32", "fp16", "fp32", "fp32", "fp16"]
+    assert mixed.storage == {
+        0: "float16",  # read by an fp32 and an fp16 step: converted for the former
+        1: "float32",
+        2: "float32",
+        3: "float32",
+        4: "float32",
+        5: "float32",  # fp32 steps only
+        6: "float16",
+    }
+    assert mixed.const_copies == {1: []}
+
+
+def test_rules_on_tiny_transformer(session_device) -> None:  # type: ignore[no-untyped-def]
+    ex = _executor(_session(tiny_transformer(), "normal"))
+    by_rule = {r: _names(ex, (s for s, w in ex.fp32_reasons.items() if r in w)) for r in RULES}
+    norms = [st for st in ex.steps if st.op == "vx.layernorm"]
+    (soft,) = [st for st in ex.steps if st.op == "vx.softmax"]
+    assert len(norms) == 2
+    assert by_rule["layernorm_io"] == _names(
+        ex, [s for st in norms for s in (st.inputs[0], st.outputs[0])]
+    )
+    assert "x" in by_rule["layernorm_io"]
+    # The scale Mul is the epilogue of the scores MatMul: its output is the
+    # softmax's input.
+    assert by_rule["softmax_io"] == {"Mul_7:0", "Softmax_8:0"}
+    assert by_rule["sum_out"] == set()
+    for s in ex.fp32_reasons:
+        assert ex.float_storage(s) == "float32"
+    # Every step touching a kept tensor runs fp32; the others fp16.
+    for i, step in enumerate(ex.steps):
+        touches = any(s in ex.fp32_reasons for s in [*step.inputs, *step.outputs])
+        assert ex.variants[i] == ("fp32" if touches else "fp16"), step.node
+    # z is read by the fp16 `aux` Mul and by the fp32 step computing the
+    # second LayerNorm's input (its sigmoid is in that step's epilogue):
+    # stored fp16, converted for the latter.
+    z = next(slot for spec, slot in _plan_inputs(ex) if spec == "z")
+    assert ex.float_storage(z) == "float16"
+    res = next(st for st in ex.steps if norms[1].inputs[0] in st.outputs)
+    assert (res.node, "z", "fp16->fp32") in ex.conversion_list()
+    assert ex.stats.conversions == len(ex.conversion_list())
+    reasons = ex.fp32_tensors()
+    assert reasons["Softmax_8:0"] == "softmax_io"
+    assert "fp32 steps only" in reasons.values()  # e.g. V: fp32 producer and reader
+    assert all(not n.startswith("const") for n in reasons)
+
+
+def _plan_inputs(ex: VulkanExecutor) -> list[tuple[str, int]]:
+    return [(spec.name, slot) for slot, spec in ex.input_specs.items()]
+
+
+def test_low_and_high_unchanged(session_device) -> None:  # type: ignore[no-untyped-def]
+    model = tiny_transformer()
+    ex = {p: _executor(_session(model, p)) for p in ("high", "low", "normal")}
+    for p in ("high", "low"):
+        assert ex[p].stats.conversions == 0 and ex[p].conversion_list() == []
+        assert ex[p].fp32_reasons == {} and ex[p].fp32_tensors() == {}
+        assert set(ex[p].variants) == {"fp32" if p == "high" else "fp16"}
+        want = "float32" if p == "high" else "float16"
+        assert {ex[p].float_storage(s) for s in ex[p].specs} == {want}
+    assert ex["low"].stats.dispatches == ex["high"].stats.dispatches
+    # normal: the same kernels plus one dispatch per conversion.
+    assert ex["normal"].stats.conversions >= 1
+    assert (
+        ex["normal"].stats.dispatches == ex["low"].stats.dispatches + ex["normal"].stats.conversions
+    )
+
+
+def test_tiny_transformer_numerics(session_device) -> None:  # type: ignore[no-untyped-def]
+    model = tiny_transformer()
+    feeds = model_inputs(model, {})
+    feeds["x"] = feeds["x"] * 30 + 5  # a residual stream far from unit scale
+    ref = _ort(model, feeds)
+    err: dict[str, dict[str, float]] = {}
+    for p in ("high", "normal", "low"):
+        out = _session(model, p).run(feeds)
+        err[p] = {k: cosine_and_error(ref[k], out[k])[1] for k in ref}
+        if p != "high":
+            # aux = z * beta reads fp16 storage (beta's fp16 copy under normal).
+            np.testing.assert_allclose(out["aux"], ref["aux"], rtol=2e-3, atol=1e-4)
+    # Measured: y 2e-7 / 8e-5 / 4e-4, probs 1e-8 / 7e-7 / 3e-5 (high / normal / low).
+    for k in ("y", "probs"):
+        assert err["high"][k] < 1e-5
+        assert err["normal"][k] < 1e-3
+        assert err["normal"][k] <= err["low"][k], (k, err)
+
+
+def test_staging_path_matches(session_device) -> None:  # type: ignore[no-untyped-def]
+    """The staged (device-local arena) executor converts the same way."""
+    model = tiny_transformer()
+    sess = _session(model, "normal")
+    feeds = model_inputs(model, {})
+    want = sess.run(feeds)
+    plan = sess.plan
+    (seg,) = sess.segments
+    from vknn.runtime.partition import slot_specs
+
+    specs = slot_specs(plan)
+    inputs = {slot: feeds[spec.name] for spec, slot in plan.inputs}
+    consts = {s: plan.constants[s] for st in seg.steps for s in st.inputs if s in plan.constants}
+    with VulkanExecutor(
+        session_device,
+        seg.steps,
+        {s: specs[s] for s in seg.inputs},
+        seg.outputs,
+        consts,
+        precision="normal",
+        staging=True,
+    ) as ex:
+        assert ex.stats.conversions == _executor(sess).stats.conversions
+        got = ex.run(inputs)
+    for spec, slot in plan.outputs:
+        np.testing.assert_array_equal(got[slot], want[spec.name])
+
+
+# ---------------------------------------------------------------------------
+# What fp16 storage breaks and normal keeps
+# ---------------------------------------------------------------------------
+
+
+def test_softmax_logits_past_fp16_range(session_device) -> None:  # type: ignore[no-untyped-def]
+    """Logits of ~1e5: `low` stores them saturated at 65504 (equal, so the
+    softmax flattens); `normal` keeps them in fp32 and is exact. Every input
+    is an integer, exact in fp16, so only the logits' storage differs."""
+    rng = np.random.default_rng(3)
+    k = 16
+    w = rng.integers(30, 60, (k, 8)).astype(np.float32)
+    c = rng.integers(0, 50, (k,)).astype(np.float32)
+    model = _model(
+        [
+            oh.make_node("Add", ["x", "c"], ["a"]),
+            oh.make_node("MatMul", ["a", "w"], ["logits"]),
+            oh.make_node("Softmax", ["logits"], ["p"], axis=-1),
+        ],
+        [("x", [1, 4, k])],
+        ["p"],
+        [nh.from_array(w, "w"), nh.from_array(c, "c")],
+    )
+    x = rng.integers(100, 200, (1, 4, k)).astype(np.float32)
+    logits = (x + c).astype(np.float64) @ w.astype(np.float64)
+    assert logits.min() > 65504
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    want = e / e.sum(-1, keepdims=True)
+
+    normal = _session(model, "normal")
+    ex = _executor(normal)
+    assert ex.stats.conversions == 1  # the Add's fp16 result, into the fp32 MatMul
+    got = normal.run({"x": x})["p"]
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    low = _session(model, "low").run({"x": x})["p"]
+    assert np.isfinite(low).all()
+    assert np.abs(low - want).max() > 0.1
+
+
+def decomposed_layernorm() -> onnx.ModelProto:
+    eps = nh.from_array(np.array(1e-5, np.float32), "eps")
+    nodes = [
+        oh.make_node("ReduceMean", ["x"], ["mean"], axes=[-1], keepdims=1),
+        oh.make_node("Sub", ["x", "mean"], ["d"]),
+        oh.make_node("Mul", ["d", "d"], ["d2"]),
+        oh.make_node("ReduceMean", ["d2"], ["var"], axes=[-1], keepdims=1),
+        oh.make_node("Add", ["var", "eps"], ["ve"]),
+        oh.make_node("Sqrt", ["ve"], ["std"]),
+        oh.make_node("Div", ["d", "std"], ["y"]),
+        oh.make_node("Transpose", ["y"], ["yt"], perm=[0, 2, 1]),
+        oh.make_node("Relu", ["yt"], ["out"]),
+    ]
+    return _model(nodes, [("x", [2, 8, 64])], ["out"], [eps])
+
+
+def test_decomposed_layernorm(session_device) -> None:  # type: ignore[no-untyped-def]
+    """A LayerNorm written as ReduceMean / Sub / Mul / ReduceMean / Add /
+    Sqrt / Div (fused into 5 steps): its input, mean, centered values,
+    variance chain and output stay fp32; the Relu after its transpose does
+    not (the transpose reads fp32, writes fp16: one conversion). With an
+    input of mean 1000 and spread 0.05, fp16 storage of x (spacing 0.5)
+    destroys the deviations; normal keeps them."""
+    model = decomposed_layernorm()
+    sess = _session(model, "normal")
+    ex = _executor(sess)
+    kept = ex.fp32_reasons
+    assert {w for why in kept.values() for w in why} == {"layernorm_io"}
+    assert len(_names(ex, kept)) == 7  # x, mean, x - mean, its square, var, std, y
+    assert "x" in _names(ex, kept)
+    for i, st in enumerate(ex.steps):
+        assert ex.variants[i] == ("fp16" if "Relu" in st.node else "fp32"), st.node
+    assert ex.stats.conversions == 1
+
+    rng = np.random.default_rng(5)
+    x = (1000 + 0.05 * rng.standard_normal((2, 8, 64))).astype(np.float32)
+    ref = _ort(model, {"x": x})["out"]
+    cos_n, err_n, _ = cosine_and_error(ref, sess.run({"x": x})["out"])
+    cos_l, err_l, _ = cosine_and_error(ref, _session(model, "low").run({"x": x})["out"])
+    assert cos_n > 0.9999 and err_n < 0.05, (cos_n, err_n)
+    assert cos_l < 0.5, cos_l  # x rounded to fp16: the signal is gone
+
+
+def test_concat_of_mixed_storage(session_device) -> None:  # type: ignore[no-untyped-def]
+    """A batch-1 channel concat of an fp32 softmax result and an fp16 tensor:
+    not placed in place across storages, converted instead."""
+    model = _model(
+        [
+            oh.make_node("Softmax", ["a"], ["p"], axis=1),
+            oh.make_node("Relu", ["b"], ["r"]),
+            oh.make_node("Concat", ["p", "r"], ["c"], axis=1),
+            oh.make_node("Sigmoid", ["c"], ["y"]),
+        ],
+        [("a", [1, 8, 4, 4]), ("b", [1, 8, 4, 4])],
+        ["y"],
+    )
+    feeds = model_inputs(model, {})
+    ref = _ort(model, feeds)["y"]
+    sess = _session(model, "normal")
+    ex = _executor(sess)
+    assert ex.stats.conversions >= 1
+    np.testing.assert_allclose(sess.run(feeds)["y"], ref, atol=2e-3)
+
+
+@pytest.mark.parametrize("kind", ["matmul", "conv"])
+def test_split_k_with_epilogue_into_softmax(session_device, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """A long-K product on a small grid (split-K) with a bias epilogue whose
+    result feeds a softmax: the whole merged step runs fp32 (partials, sum
+    pass and epilogue), its fp16 input is converted first."""
+    rng = np.random.default_rng(7)
+    if kind == "matmul":
+        w = rng.standard_normal((2048, 16)).astype(np.float32) / 45
+        nodes = [
+            oh.make_node("Relu", ["x"], ["r"]),
+            oh.make_node("MatMul", ["r", "w"], ["m"]),
+            oh.make_node("Add", ["m", "b"], ["a"]),
+            oh.make_node("Softmax", ["a"], ["y"], axis=-1),
+        ]
+        shape, b = [1, 4, 2048], rng.standard_normal(16).astype(np.float32)
+    else:
+        w = rng.standard_normal((8, 256, 3, 3)).astype(np.float32) / 48
+        nodes = [
+            oh.make_node("Relu", ["x"], ["r"]),
+            oh.make_node("Conv", ["r", "w", "b"], ["a"], pads=[1, 1, 1, 1]),
+            oh.make_node("Softmax", ["a"], ["y"], axis=1),
+        ]
+        shape, b = [1, 256, 4, 4], rng.standard_normal(8).astype(np.float32)
+    model = _model(nodes, [("x", shape)], ["y"], [nh.from_array(w, "w"), nh.from_array(b, "b")])
+    feeds = model_inputs(model, {})
+    sess = _session(model, "normal")
+    ex = _executor(sess)
+    (prod,) = [i for i, st in enumerate(ex.steps) if st.op in ("vx.matmul", "vx.conv")]
+    assert ex.variants[prod] == "fp32"
+    assert [c[2] for c in ex.conversion_list()] == ["fp16->fp32"]
+    if kind == "conv":
+        assert any("split-K" in label for _, label in ex.program.labels)
+    got = sess.run(feeds)["y"]
+    np.testing.assert_allclose(got, _ort(model, feeds)["y"], atol=2e-3)
+
+
+# ---------------------------------------------------------------------------
+# BERT
+# ---------------------------------------------------------------------------
+
+DIMS = {"batch": 1, "seq": 128}
+
+
+@pytest.mark.slow
+def test_bert_normal(session_device) -> None:  # type: ignore[no-untyped-def]
+    """Rules on the encoder (LayerNorms, softmaxes unless fused into
+    attention kernels) and accuracy vs onnxruntime for high / normal / low."""
+    model = torch_model("bert_encoder")
+    feeds = model_inputs(model, DIMS)
+    ref = _ort(model, feeds)
+    err: dict[str, float] = {}
+    for p in ("high", "normal", "low"):
+        sess = vknn.Session(model, vknn.Config(dims=DIMS, precision=p))
+        executors = list(sess._bucket.executors.values())  # type: ignore[union-attr]
+        assert executors
+        for ex in executors:
+            if p != "normal":
+                assert ex.stats.conversions == 0
+                continue
+            kept = [
+                (st, "layernorm_io" if st.op == "vx.layernorm" else "softmax_io")
+                for st in ex.steps
+                if st.op in ("vx.layernorm", "vx.softmax")
+            ]
+            for st, rule in kept:
+                for s in (st.inputs[0], st.outputs[0]):
+                    assert rule in ex.fp32_reasons[s], (st.node, s)
+            assert {w for why in ex.fp32_reasons.values() for w in why} == {r for _, r in kept}
+            print(
+                f"normal: {len(kept)} norms/softmaxes, {ex.stats.conversions} conversions, "
+                f"{len(ex.fp32_tensors())} fp32 tensors"
+            )
+        if p == "normal":
+            norms = sum(st.op == "vx.layernorm" for ex in executors for st in ex.steps)
+            assert norms == 9
+        out = sess.run(feeds)
+        errs = []
+        for name, value in out.items():
+            cos, e, scale = cosine_and_error(ref[name], value)
+            print(f"bert {p} {name}: cosine {cos:.8f}, max abs err {e:.3g} (ref {scale:.3g})")
+            if p == "normal":
+                assert cos >= 0.9999, (name, cos)
+            errs.append(e)
+        err[p] = max(errs)
+    assert err["high"] <= err["normal"] <= err["low"], err
