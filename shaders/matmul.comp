@@ -182,6 +182,9 @@ void main() {
             if (n < p.N) part[s * total + y_base + m * p.N + n] = acc[i][j];
         }
     }
+#if VKNN_SPLITK_TWOPASS
+    return;  // splitk_reduce.comp sums the slices in a second dispatch
+#endif
     // Release: this invocation's partials are visible device-wide before the
     // workgroup counts itself in (the threadfence-reduction pattern).
     memoryBarrierBuffer();

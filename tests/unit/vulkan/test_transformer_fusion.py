@@ -68,7 +68,17 @@ def _check(got: np.ndarray, want: np.ndarray, fp16: bool) -> None:
 # Split-K without a reduce dispatch
 # ---------------------------------------------------------------------------
 
+
 # (op, M, N, K, C shape for gemm): the heuristic splits each (asserted below).
+@pytest.fixture(autouse=True)
+def _single_dispatch_splitk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This file checks the single-dispatch split-K (and counts dispatches
+    with it); the default two-pass path is checked by test_splitk_two_pass."""
+    from vknn.runtime.vulkan.kernels import matmul
+
+    monkeypatch.setattr(matmul, "SPLITK_SINGLE_DISPATCH", True)
+
+
 SPLITK_CASES = [
     ("vx.matmul", 128, 256, 1024, None),  # BERT's linear2: x8
     ("vx.matmul", 128, 768, 256, None),  # the QKV projection: x3
@@ -112,6 +122,28 @@ def test_splitk_one_dispatch_and_replays(clean, precision: str, case) -> None:  
         # slice (or the wrong one) sum a tile.
         for rep in range(3):
             a = RNG(100 + rep).standard_normal(ins[0].shape).astype(np.float32)
+            got = ex.run({0: a})[9]
+            want = kernel_for(op)(step, [a, *ins[1:]])[0]  # type: ignore[misc]
+            _check(got, want, precision != "high")
+
+
+@pytest.mark.parametrize("precision", ["high", "low"])
+@pytest.mark.parametrize("case", SPLITK_CASES[:3], ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
+def test_splitk_two_pass(clean, monkeypatch, precision: str, case) -> None:  # type: ignore[no-untyped-def]
+    """The default split-K: the GEMM writes partials, splitk_reduce.comp sums."""
+    from vknn.runtime.vulkan.executor import VulkanExecutor
+    from vknn.runtime.vulkan.kernels import matmul
+
+    monkeypatch.setattr(matmul, "SPLITK_SINGLE_DISPATCH", False)
+    op, m, n, k, cshape = case
+    step, ins = _splitk_step(op, m, n, k, cshape)
+    specs = [_spec(a.shape) for a in ins]
+    consts = {i: a for i, a in enumerate(ins) if i > 0}
+    with VulkanExecutor(clean, [step], {0: specs[0]}, [9], consts, precision=precision) as ex:
+        labels = [label for _, label in ex.program.labels]
+        assert any("split-K sum" in label for label in labels), labels
+        for rep in range(2):
+            a = RNG(200 + rep).standard_normal(ins[0].shape).astype(np.float32)
             got = ex.run({0: a})[9]
             want = kernel_for(op)(step, [a, *ins[1:]])[0]  # type: ignore[misc]
             _check(got, want, precision != "high")

@@ -60,6 +60,7 @@ from vknn.runtime.vulkan.kernels.conv import (
     BK,
     heuristic_splits,
     kchunk_for,
+    record_splitk_reduce,
     scratch,
     split_neighbours,
     split_options,
@@ -69,6 +70,13 @@ from vknn.runtime.vulkan.memory import TensorRef
 from vknn.runtime.vulkan.shaders import register_variant
 
 MAX_BATCH_RANK = 3
+SPLITK_SINGLE_DISPATCH = False
+"""True: split-K sums its slices inside the GEMM dispatch (the last-arriving
+slice per tile), no reduce dispatch. False (default): splitk_reduce.comp sums
+them in a second dispatch. Measured on the H200 (BERT-mini, high,
+`benchmarks/profile_model.py`): at 1980 MHz two-pass 0.379 ms GPU / 2.71 ms
+run() over 49 dispatches vs single 0.506 ms / 5.20 ms over 32 — the
+coherent partials and counters cost more than the extra dispatches."""
 TILE_M_N = ((64, 64), (32, 32))
 _PUSH = struct.Struct("<9I3I3I3Iff4I")
 
@@ -371,8 +379,9 @@ def _record(
     defines: dict[str, str] = {}
     generated: dict[str, str] = {}
     if splits > 1:
-        # One dispatch: the slice that finishes a tile last sums its partials
-        # (matmul.comp), so split-K costs no reduce dispatch and no barrier.
+        # SPLITK_SINGLE_DISPATCH: the slice that finishes a tile last sums its
+        # partials (matmul.comp), no reduce dispatch; else splitk_reduce.comp
+        # sums them in a second dispatch.
         part = scratch(ctx, splits * total)
         count = tile_counters(ctx, groups[0] * groups[1] * batch)
         bindings += [
@@ -382,6 +391,18 @@ def _record(
         defines["VKNN_SPLITK"] = "1"
         groups = (groups[0], groups[1], batch * splits)
         label = f"{step.node} ({step.kind}, split-K x{splits})"
+        if not SPLITK_SINGLE_DISPATCH:
+            defines["VKNN_SPLITK_TWOPASS"] = "1"
+            shader = register_variant("matmul", defines)
+            pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, (bm // 4) * (bn // 4))
+            first = Dispatch(pipe, bindings, push, groups, ctx.op_index, label)
+            product = TensorSpec("product", product_shape, y.dtype)
+            rest = record_splitk_reduce(
+                step, ctx, part, splits, total, 2 if c is not None else 0,
+                c.binding() if c is not None else None, y, ins[own:], product,
+                (n, m, sc[0], sc[1], alpha, beta),
+            )  # fmt: skip
+            return [first, *rest]
     epi = epilogues.epilogue_of(step)
     if epi is not None:
         product = TensorSpec("product", product_shape, y.dtype)
@@ -476,9 +497,7 @@ def _view_geom(step: Step, own: list[Any]) -> _Geom:
         # A's rows run on across the batch (one row: any row stride will do).
         sa = (ba[0] if m == 1 else sa[0], sa[1])
         m, bd, ba, bb = m * bd[0], [1], [0], [0]
-    return _Geom(
-        m, n, k, sa, sb, False, (0, 0), bd, ba, bb, 1.0, 0.0, shape, av.offset, bv.offset
-    )
+    return _Geom(m, n, k, sa, sb, False, (0, 0), bd, ba, bb, 1.0, 0.0, shape, av.offset, bv.offset)
 
 
 def _batch_contiguous(v: views.View) -> bool:
