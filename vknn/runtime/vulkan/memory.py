@@ -117,7 +117,9 @@ class Buffer:
     view of the whole buffer (coherent memory: no flushes needed).
     """
 
-    def __init__(self, device: Device, size: int, usage: int, host_visible: bool) -> None:
+    def __init__(
+        self, device: Device, size: int, usage: int, host_visible: bool, readback: bool = False
+    ) -> None:
         self.device = device
         self.size = max(int(size), 4)
         self.host_visible = host_visible
@@ -147,6 +149,10 @@ class Buffer:
             # Device-local too when the device has it (direct mapping); cached
             # host memory makes readback of staging buffers fast.
             preferred = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+            if readback:
+                # The CPU reads it: cached system memory, not mapped VRAM
+                # (uncached over PCIe, ~100x slower to read).
+                preferred = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
         mtype = device.memory_type(flags, preferred, req.memoryTypeBits)
         alloc = ffi.new(
             "VkMemoryAllocateInfo*",
