@@ -6,6 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+CMPF_PREDICATES = (
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+    "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
+)  # fmt: skip
+"""`arith.cmpf` predicates in the arith dialect's enum order (the integer a
+plan step's `predicate` attribute may carry); the CPU oracle and the GLSL
+pointwise codegen both read them from here."""
+CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+"""`arith.cmpi` predicates in enum order."""
+
 _VX_KINDS = {
     "conv": "Conv",
     "conv_transpose": "ConvTranspose",

@@ -172,8 +172,7 @@ class SessionCache:
     # -- pipelines, SPIR-V, autotune ---------------------------------------
     def executors_begin(self, autotune_table: dict[str, Any]) -> None:
         if self.pipelines is not None:
-            if self.pipelines.requested is None:
-                self.pipelines.requested = set()
+            self.pipelines.requested = set()  # this bucket's pipelines only
         self._autotune_before = len(autotune_table)
 
     def executors_end(self, autotune_table: dict[str, Any]) -> None:
@@ -181,15 +180,16 @@ class SessionCache:
         if p is not None:
             from vknn.runtime.vulkan.pipeline import pipeline_spirv, spirv_identity
 
-            for key in p.requested or ():
+            used, p.requested = p.requested or set(), None
+            for key, _ in used:
                 k = _key_of(spirv_identity(key, p.device.caps))
                 if k not in self.variant.spirv:
                     self.variant.spirv[k] = pipeline_spirv(key, p.device.caps)
                     self.cache.mark_dirty()
-            built = {_pipeline_id(k) for k in p.built_keys()}
-            if not built <= set(self.variant.pipelines):  # the driver compiled new ones
+            ids = {_pipeline_id(k) for k in used}
+            if not ids <= set(self.variant.pipelines):  # the blob lacks some of them
                 self.variant.pipeline_cache = p.cache.data()
-                self.variant.pipelines = sorted(built | set(self.variant.pipelines))
+                self.variant.pipelines = sorted(ids | set(self.variant.pipelines))
                 self.cache.mark_dirty()
         if len(autotune_table) > self._autotune_before:
             self.variant.autotune = dict(autotune_table)

@@ -13,13 +13,14 @@ This module must not know about layouts or backends other than the host.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.registry import register
+from vknn.runtime.op_kinds import CMPF_PREDICATES, CMPI_PREDICATES
 from vknn.runtime.plan import Step
 
 Array = np.ndarray
@@ -418,38 +419,19 @@ _CMPI: dict[int, tuple[Callable[[Array, Array], Array], Callable[[Array], Array]
     8: (np.greater, _unsigned),
     9: (np.greater_equal, _unsigned),
 }
-_CMPF_NAMES = [
-    "false",
-    "oeq",
-    "ogt",
-    "oge",
-    "olt",
-    "ole",
-    "one",
-    "ord",
-    "ueq",
-    "ugt",
-    "uge",
-    "ult",
-    "ule",
-    "une",
-    "uno",
-    "true",
-]
-_CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 
-def _predicate(step: Step, names: list[str]) -> int:
+def _predicate(step: Step, names: Sequence[str]) -> int:
     p = step.attrs["predicate"]
     return names.index(p) if isinstance(p, str) else int(p)
 
 
 def _cmpf(step: Step, args: list[Array]) -> Array:
-    return _CMPF[_predicate(step, _CMPF_NAMES)](*args)
+    return _CMPF[_predicate(step, CMPF_PREDICATES)](*args)
 
 
 def _cmpi(step: Step, args: list[Array]) -> Array:
-    fn, read = _CMPI[_predicate(step, _CMPI_NAMES)]
+    fn, read = _CMPI[_predicate(step, CMPI_PREDICATES)]
     return fn(read(args[0]), read(args[1]))
 
 

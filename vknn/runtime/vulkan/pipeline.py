@@ -295,14 +295,15 @@ class Pipelines:
             push_descriptors = device.push_descriptor_fn is not None
         self.push_descriptors = push_descriptors and device.push_descriptor_fn is not None
         self._built: dict[tuple[PipelineKey, int], ComputePipeline] = {}
-        self.requested: set[PipelineKey] | None = None
-        """When a set, every key asked for is added (a session's model cache
-        records the modules its executors use, built now or earlier)."""
+        self.requested: set[tuple[PipelineKey, int]] | None = None
+        """When a set, every (key, local size) asked for is added: a session's
+        model cache records the pipelines its own executors use, built now or
+        by an earlier session of the process."""
 
     def get(self, key: PipelineKey, local_size_x: int) -> ComputePipeline:
         k = (key, local_size_x)
         if self.requested is not None:
-            self.requested.add(key)
+            self.requested.add(k)
         p = self._built.get(k)
         if p is None:
             p = self._built[k] = ComputePipeline(
@@ -312,10 +313,6 @@ class Pipelines:
 
     def __len__(self) -> int:
         return len(self._built)
-
-    def built_keys(self) -> list[tuple[PipelineKey, int]]:
-        """(key, local size) of every pipeline built so far."""
-        return list(self._built)
 
     def all(self) -> list[Any]:
         return list(self._built.values())

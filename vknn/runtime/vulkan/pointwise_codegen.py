@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from vknn.runtime.op_kinds import CMPF_PREDICATES, CMPI_PREDICATES
 from vknn.runtime.plan import Step, TensorSpec
 
 PW_BODY = "pw_body.glsl"
@@ -76,25 +77,6 @@ _REFUSED = {
 }
 _REFUSED["math.ipowi"] = "integer powers are not generated yet"
 
-_CMPF = [
-    "false",
-    "oeq",
-    "ogt",
-    "oge",
-    "olt",
-    "ole",
-    "one",
-    "ord",
-    "ueq",
-    "ugt",
-    "uge",
-    "ult",
-    "ule",
-    "une",
-    "uno",
-    "true",
-]
-_CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 # Helpers the body may call, emitted only when used (GLSL has no dead-function
 # elimination before compilation, and unused helpers only cost compile time).
@@ -200,7 +182,7 @@ def _literal(value: Any, ty: str) -> str:
     return f"int({iv & 0xFFFFFFFF}u)" if iv >= (1 << 31) or iv < 0 else str(iv)
 
 
-def _predicate(step: Step, names: list[str]) -> str:
+def _predicate(step: Step, names: Sequence[str]) -> str:
     p = step.attrs["predicate"]
     return p if isinstance(p, str) else names[int(p)]
 
@@ -350,9 +332,9 @@ class _Body:
                 sym = {"arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}[name]
             return f"({a[0]} {sym} {a[1]})"
         if name == "arith.cmpf":
-            return _cmpf(_predicate(op, _CMPF), a[0], a[1])
+            return _cmpf(_predicate(op, CMPF_PREDICATES), a[0], a[1])
         if name == "arith.cmpi":
-            return _cmpi(_predicate(op, _CMPI), a[0], a[1], at[0])
+            return _cmpi(_predicate(op, CMPI_PREDICATES), a[0], a[1], at[0])
         if name == "math.powf":
             return self.powf(op, a)
         if name in ("arith.extf", "arith.truncf"):
