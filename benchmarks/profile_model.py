@@ -33,7 +33,16 @@ def main() -> int:
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--work", type=Path, default=Path("/tmp/vknn-bench"))
+    p.add_argument(
+        "--matmul-splitk",
+        choices=["two-pass", "single"],
+        help="override kernels.matmul.SPLITK_SINGLE_DISPATCH (default: the module's)",
+    )
     args = p.parse_args()
+    if args.matmul_splitk:
+        from vknn.runtime.vulkan.kernels import matmul
+
+        matmul.SPLITK_SINGLE_DISPATCH = args.matmul_splitk == "single"
     args.work.mkdir(parents=True, exist_ok=True)
     path = build_model(args.model, args.work)
     feeds = model_feeds(path)

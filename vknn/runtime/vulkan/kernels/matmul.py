@@ -74,8 +74,9 @@ SPLITK_SINGLE_DISPATCH = False
 """True: split-K sums its slices inside the GEMM dispatch (the last-arriving
 slice per tile), no reduce dispatch. False (default): splitk_reduce.comp sums
 them in a second dispatch. Measured on the H200 (BERT-mini, high,
-`benchmarks/profile_model.py`): at 1980 MHz two-pass 0.379 ms GPU / 2.71 ms
-run() over 49 dispatches vs single 0.506 ms / 5.20 ms over 32 — the
+`benchmarks/profile_model.py bert --matmul-splitk two-pass|single`): at
+1980 MHz two-pass 0.379 ms GPU / 2.71 ms run() over 49 dispatches vs single
+0.506 ms / 5.20 ms over 32 (before the output-readback fix) — the
 coherent partials and counters cost more than the extra dispatches."""
 TILE_M_N = ((64, 64), (32, 32))
 _PUSH = struct.Struct("<9I3I3I3Iff4I")
