@@ -5,6 +5,10 @@
                                       [--engines vknn-high,vknn-low,ncnn,ort] [--json out.json]
                                       [--fastmath auto|on|off] [--autotune off|fast|thorough]
 
+An engine `vknn-<precision>[-flat]` runs vknn at that precision; `-flat`
+stores every device tensor row-major (Config.device_layout="flat") instead of
+the default NC4HW4 for CNN tensors, for a side-by-side in one run.
+
 Per engine and model, in a fresh subprocess (so peak RSS is the engine's own):
 first-run time (session creation + first inference), the median, p10 and p90
 of `--runs` timed inferences after a warm-up, and peak RSS. Before each timed
@@ -83,7 +87,7 @@ def model_feeds(path: Path):  # type: ignore[no-untyped-def]
 # -- engines (each runs inside a worker subprocess) ---------------------------
 
 
-def engine_vknn(path: Path, feeds, precision: str):  # type: ignore[no-untyped-def]
+def engine_vknn(path: Path, feeds, name: str):  # type: ignore[no-untyped-def]
     import vknn
     from vknn.runtime.spirv import fastmath_enabled
     from vknn.runtime.vulkan.context import shared_device
@@ -91,7 +95,14 @@ def engine_vknn(path: Path, feeds, precision: str):  # type: ignore[no-untyped-d
     # --fastmath reaches the worker subprocesses through the environment.
     fastmath = os.environ.get("VKNN_BENCH_FASTMATH", "auto")
     autotune = os.environ.get("VKNN_BENCH_AUTOTUNE", "off")  # likewise --autotune
-    config = vknn.Config(precision=precision, dims=DIMS, fastmath=fastmath, autotune=autotune)
+    precision, _, layout = name.partition("-")
+    config = vknn.Config(
+        precision=precision,
+        dims=DIMS,
+        fastmath=fastmath,
+        autotune=autotune,
+        device_layout=layout or "nc4hw4",
+    )
     sess = vknn.Session(str(path), config)
     fallbacks = len(sess.fallback_reasons())
     device = shared_device()[0]

@@ -30,6 +30,7 @@ def main() -> int:
     p.add_argument("model")
     p.add_argument("--precision", default="high")
     p.add_argument("--fastmath", default="auto")
+    p.add_argument("--device-layout", default="nc4hw4", choices=["nc4hw4", "flat"])
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--work", type=Path, default=Path("/tmp/vknn-bench"))
@@ -47,7 +48,11 @@ def main() -> int:
     path = build_model(args.model, args.work)
     feeds = model_feeds(path)
     config = vknn.Config(
-        precision=args.precision, dims=DIMS, fastmath=args.fastmath, cache_file="off"
+        precision=args.precision,
+        dims=DIMS,
+        fastmath=args.fastmath,
+        cache_file="off",
+        device_layout=args.device_layout,
     )
     timed = vknn.Session(str(path), config)
     heavy_gpu_work(1.0)
@@ -63,7 +68,10 @@ def main() -> int:
     sess = vknn.Session(str(path), config)
     rows = sess.profile(feeds, runs=args.runs)
     stats = [e.stats for b in sess._buckets.values() for e in b.executors.values()]
-    print(f"{args.model} precision={args.precision} fastmath={args.fastmath}")
+    print(
+        f"{args.model} precision={args.precision} fastmath={args.fastmath} "
+        f"device_layout={args.device_layout}"
+    )
     print(format_profile(rows, top=args.top))
     print(
         f"dispatches {sum(s.dispatches for s in stats)}, barriers {sum(s.barriers for s in stats)}"

@@ -24,8 +24,14 @@
 // fp32 buffer of `splits` partial results, part[s * N*M*P + idx], summed
 // (with bias and epilogue) by splitk_reduce.comp.
 //
+// NC4HW4 (PACKED, `vulkan/layouts.py`): x and y are [N, C/4, H, W, 4] (the
+// split-K partials too, over the padded channels). Threads are then grouped
+// in quads of 4 consecutive output channels of one pixel (ty fastest), so a
+// warp's stores are contiguous runs of whole channel blocks; a 1x1 conv's
+// B-tile gather likewise loads 4 channels of one pixel per quad.
+//
 // Specialization constants: 0 = workgroup size (TX*TY), 1 = TX, 2 = TY
-// (TX, TY in {8, 16}), 3 = POINTWISE, 4 = HAS_BIAS.
+// (TX, TY in {8, 16}), 3 = POINTWISE, 4 = HAS_BIAS, 5 = PACKED.
 // Push constants: see Params. Dispatch: (ceil(P / (4*TX)), ceil(Mg / (4*TY)),
 // N * groups * splits).
 // Bindings: 0 = x, 1 = w, 2 = bias (any buffer when HAS_BIAS is false),
@@ -41,6 +47,7 @@ layout(constant_id = 1) const uint TX = 16;
 layout(constant_id = 2) const uint TY = 16;
 layout(constant_id = 3) const bool POINTWISE = false;
 layout(constant_id = 4) const bool HAS_BIAS = false;
+layout(constant_id = 5) const bool PACKED = false;
 
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) readonly buffer Wt { sfp w_data[]; };
@@ -82,6 +89,11 @@ uint div_magic(uint k, uint d, uint magic) {
     return hi;
 }
 
+// Element (n, c, spatial sp) of an NC4HW4 tensor with `chans` channels of `hw` pixels.
+uint packed_at(uint n, uint c, uint sp, uint chans, uint hw) {
+    return (((n * ((chans + 3u) >> 2) + (c >> 2)) * hw + sp) << 2) + (c & 3u);
+}
+
 void main() {
     const uint BM = 4u * TY;
     const uint BN = 4u * TX;
@@ -89,8 +101,8 @@ void main() {
     const uint NA = BM * BK / T;  // A-tile elements per thread (64 / TX)
     const uint NB = BK * BN / T;  // B-tile elements per thread (64 / TY)
     uint lid = gl_LocalInvocationID.x;
-    uint tx = lid % TX;
-    uint ty = lid / TX;
+    uint tx = PACKED ? (lid >> 2) % TX : lid % TX;
+    uint ty = PACKED ? (lid & 3u) + 4u * (lid / (4u * TX)) : lid / TX;
     uint P = p.OH * p.OW;
     uint HW = p.H * p.W;
     uint p0 = gl_WorkGroupID.x * BN;
@@ -105,8 +117,11 @@ void main() {
 
     // B-tile loads: T is a multiple of BN, so each thread always loads the
     // same pixel column; its window origin is computed once.
-    uint b_col = lid % BN;
-    uint b_row0 = lid / BN;
+    // Quads (packed 1x1, a whole multiple of 4 rows per pass): each thread
+    // keeps one pixel column and rows b_row0 + i * (T / BN) as before.
+    const bool QUADS = PACKED && POINTWISE && (T % (4u * BN) == 0u);
+    uint b_col = QUADS ? (lid >> 2) % BN : lid % BN;
+    uint b_row0 = QUADS ? (lid / (4u * BN)) * 4u + (lid & 3u) : lid / BN;
     uint pix = p0 + b_col;
     bool pix_ok = pix < P;
     uint oy = pix_ok ? pix / p.OW : 0u;
@@ -142,7 +157,8 @@ void main() {
                 afp v = 0.0;                                                            \
                 if (pix_ok && k < k_end) {                                              \
                     if (POINTWISE) {                                                    \
-                        v = LOAD(x_data, x_base + k * HW + pix);                        \
+                        v = LOAD(x_data, PACKED ? packed_at(n, g * p.Cg + k, pix, p.C, HW)  \
+                                                : x_base + k * HW + pix);                   \
                     } else {                                                            \
                         uint ci = div_magic(k, KHW, p.magic_khw);                       \
                         uint rem = k - ci * KHW;                                        \
@@ -151,7 +167,9 @@ void main() {
                         int iy = iy0 + int(ky * p.DH);                                  \
                         int ix = ix0 + int(kx * p.DW);                                  \
                         if (iy >= 0 && iy < int(p.H) && ix >= 0 && ix < int(p.W))       \
-                            v = LOAD(x_data, x_base + ci * HW + uint(iy) * p.W + uint(ix)); \
+                            v = LOAD(x_data, PACKED                                     \
+                                ? packed_at(n, g * p.Cg + ci, uint(iy) * p.W + uint(ix), p.C, HW) \
+                                : x_base + ci * HW + uint(iy) * p.W + uint(ix));        \
                     }                                                                   \
                 }                                                                       \
                 rb[i] = v;                                                              \
@@ -180,7 +198,7 @@ void main() {
     }
 
 #if VKNN_SPLITK
-    uint total = (gl_NumWorkGroups.z / (p.splits * p.groups)) * p.M * P;
+    uint total = (gl_NumWorkGroups.z / (p.splits * p.groups)) * (PACKED ? (p.M + 3u) & ~3u : p.M) * P;
     uint part_base = s * total;
 #endif
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -196,10 +214,11 @@ void main() {
             if (q >= P) continue;
             uint idx = nc * P + q;
 #if VKNN_SPLITK
-            part[part_base + idx] = acc[i][j];
+            part[part_base + (PACKED ? packed_at(n, oc, q, p.M, P) : idx)] = acc[i][j];
 #else
-            afp v = PW_APPLY(acc[i][j] + bias, idx);
-            STORE(y_data, idx, v);
+            uint yi = PACKED ? packed_at(n, oc, q, p.M, P) : idx;
+            afp v = PW_APPLY(acc[i][j] + bias, yi);
+            STORE(y_data, yi, v);
 #endif
         }
     }

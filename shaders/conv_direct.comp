@@ -5,7 +5,12 @@
 // same channel (coalesced, and the overlap of their windows hits L1), and the
 // weights of a channel are uniform across most of a workgroup.
 //
-// Specialization constants: 0 = workgroup size, 1 = HAS_BIAS.
+// NC4HW4 (PACKED, `vulkan/layouts.py`): x and y are [N, C/4, H, W, 4] and
+// the invocations run in y's packed order (the 4 channels of a pixel are
+// neighbours, so each tap's loads of a warp are one contiguous run); the
+// padded lanes of the last channel block exit at once.
+//
+// Specialization constants: 0 = workgroup size, 1 = HAS_BIAS, 2 = PACKED.
 // Push constants: see Params (as conv.comp, plus total/base for split
 // dispatches). Bindings: 0 = x, 1 = w, 2 = bias, 3 = y, 4.. = epilogue inputs (PW_EPI).
 #version 450
@@ -15,6 +20,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool HAS_BIAS = false;
+layout(constant_id = 2) const bool PACKED = false;
 
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) readonly buffer Wt { sfp w_data[]; };
@@ -37,17 +43,30 @@ void main() {
     uint idx = p.base + gl_GlobalInvocationID.x;
     if (idx >= p.total) return;
     uint P = p.OH * p.OW;
-    uint q = idx % P;
-    uint nc = idx / P;
-    uint oc = nc % p.M;
-    uint n = nc / p.M;
+    uint q, oc, n;
+    if (PACKED) {  // total = N * ceil(M/4) * P * 4
+        uint rest = idx >> 2;
+        q = rest % P;
+        uint blk = rest / P;
+        uint m4 = (p.M + 3u) >> 2;
+        oc = (blk % m4) * 4u + (idx & 3u);
+        n = blk / m4;
+        if (oc >= p.M) return;
+    } else {
+        q = idx % P;
+        uint nc = idx / P;
+        oc = nc % p.M;
+        n = nc / p.M;
+    }
     uint g = oc / p.Mg;
     uint oy = q / p.OW;
     uint ox = q % p.OW;
     int iy0 = int(oy * p.SH) - int(p.PH);
     int ix0 = int(ox * p.SW) - int(p.PW);
     uint KHW = p.KH * p.KW;
-    uint x_base = (n * p.C + g * p.Cg) * p.H * p.W;
+    uint HW = p.H * p.W;
+    uint c0 = g * p.Cg;
+    uint x_base = (n * p.C + c0) * HW;
     uint w_base = oc * p.Cg * KHW;
     afp acc = 0.0;
     for (uint ky = 0u; ky < p.KH; ++ky) {
@@ -56,12 +75,22 @@ void main() {
         for (uint kx = 0u; kx < p.KW; ++kx) {
             int ix = ix0 + int(kx * p.DW);
             if (ix < 0 || ix >= int(p.W)) continue;
-            uint xo = x_base + uint(iy) * p.W + uint(ix);
+            uint sp = uint(iy) * p.W + uint(ix);
             uint wo = w_base + ky * p.KW + kx;
-            for (uint ci = 0u; ci < p.Cg; ++ci)
-                acc = fma(LOAD(x_data, xo + ci * p.H * p.W), LOAD(w_data, wo + ci * KHW), acc);
+            if (PACKED) {
+                uint c4 = (p.C + 3u) >> 2;
+                for (uint ci = 0u; ci < p.Cg; ++ci) {
+                    uint c = c0 + ci;
+                    uint xo = (((n * c4 + (c >> 2)) * HW + sp) << 2) + (c & 3u);
+                    acc = fma(LOAD(x_data, xo), LOAD(w_data, wo + ci * KHW), acc);
+                }
+            } else {
+                uint xo = x_base + sp;
+                for (uint ci = 0u; ci < p.Cg; ++ci)
+                    acc = fma(LOAD(x_data, xo + ci * HW), LOAD(w_data, wo + ci * KHW), acc);
+            }
         }
     }
     if (HAS_BIAS) acc += LOAD(b_data, oc);
-    STORE(y_data, idx, PW_APPLY(acc, idx));
+    STORE(y_data, idx, PW_APPLY(acc, idx));  // idx: y's own (packed or flat) order
 }

@@ -21,6 +21,9 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const int KIND = 0;
 layout(constant_id = 2) const bool COUNT_PAD = false;
+// NC4HW4 x and y (`vulkan/layouts.py`): invocations in y's packed order,
+// total = N * ceil(C/4) * OH * OW * 4; padded lanes exit at once.
+layout(constant_id = 3) const bool PACKED = false;
 
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) writeonly buffer Y { sfp y_data[]; };
@@ -39,11 +42,21 @@ void main() {
     uint idx = p.base + gl_GlobalInvocationID.x;
     if (idx >= p.total) return;
     uint P = p.OH * p.OW;
-    uint q = idx % P;
-    uint plane = idx / P;
+    uint q, x_base, step_ = 1u;
+    if (PACKED) {
+        uint rest = idx >> 2;
+        q = rest % P;
+        uint blk = rest / P;  // n * C4 + c / 4
+        uint lane = idx & 3u;
+        if ((blk % ((p.C + 3u) >> 2)) * 4u + lane >= p.C) return;
+        x_base = blk * p.H * p.W * 4u + lane;
+        step_ = 4u;
+    } else {
+        q = idx % P;
+        x_base = (idx / P) * p.H * p.W;
+    }
     int iy0 = int((q / p.OW) * p.SH) - int(p.PT);
     int ix0 = int((q % p.OW) * p.SW) - int(p.PL);
-    uint x_base = plane * p.H * p.W;
     afp acc = KIND == POOL_MAX ? uintBitsToFloat(0xff800000u) : 0.0;  // -inf for max
     uint count = 0u;
     for (uint ky = 0u; ky < p.KH; ++ky) {
@@ -59,7 +72,7 @@ void main() {
                 count += 1u;
             }
             if (!(y_in && x_in)) continue;
-            afp v = LOAD(x_data, x_base + uint(iy) * p.W + uint(ix));
+            afp v = LOAD(x_data, x_base + (uint(iy) * p.W + uint(ix)) * step_);
             if (KIND == POOL_MAX) acc = vknn_max(acc, v);
             else if (KIND == POOL_AVG) acc += v;
             else acc += pow(abs(v), p.lp);

@@ -21,6 +21,9 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const int KIND = 0;
 layout(constant_id = 2) const uint LANES = 32;
+// NC4HW4 x (`vulkan/layouts.py`); y stays row-major [N, C] (a flatten or a
+// broadcast operand follows global pools).
+layout(constant_id = 3) const bool PACKED = false;
 
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) writeonly buffer Y { sfp y_data[]; };
@@ -44,8 +47,14 @@ void main() {
     afp acc = KIND == POOL_MAX ? uintBitsToFloat(0xff800000u) : 0.0;
     if (live) {
         uint x_base = plane * p.HW;
+        uint step_ = 1u;
+        if (PACKED) {
+            uint c = plane % p.C;
+            x_base = ((plane / p.C) * ((p.C + 3u) >> 2) + (c >> 2)) * p.HW * 4u + (c & 3u);
+            step_ = 4u;
+        }
         for (uint i = lane; i < p.HW; i += LANES) {
-            afp v = LOAD(x_data, x_base + i);
+            afp v = LOAD(x_data, x_base + i * step_);
             if (KIND == POOL_MAX) acc = vknn_max(acc, v);
             else if (KIND == POOL_AVG) acc += v;
             else acc += pow(abs(v), p.lp);

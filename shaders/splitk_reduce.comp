@@ -5,7 +5,9 @@
 // alpha/beta*C (gemm), applies the fused epilogue and stores Y.
 //
 // Specialization constants: 0 = workgroup size, 1 = KIND (0 = plain sum,
-// 1 = conv bias per channel, 2 = gemm alpha*acc + beta*C(m, n)).
+// 1 = conv bias per channel, 2 = gemm alpha*acc + beta*C(m, n)), 2 = PACKED
+// (conv: Y and the partials are NC4HW4, `vulkan/layouts.py`; n counts the
+// padded elements, whose lanes exit at once).
 // Push constants: see Params (n, base: flat_dispatches' element range).
 // Bindings: 0 = partials (fp32), 1 = bias / C (any buffer when unused),
 // 2 = y, 3.. = epilogue inputs (PW_EPI).
@@ -17,6 +19,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint KIND = 0u;
+layout(constant_id = 2) const bool PACKED = false;
 
 layout(std430, binding = 0) readonly buffer Part { float part[]; };
 layout(std430, binding = 1) readonly buffer Bias { sfp b_data[]; };
@@ -35,11 +38,17 @@ layout(push_constant) uniform Params {
 void main() {
     uint idx = p.base + gl_GlobalInvocationID.x;
     if (idx >= p.n) return;
+    uint ch = (idx / p.inner) % p.chans;  // conv: idx = (n * chans + ch) * inner + q
+    if (PACKED) {
+        uint blk = (idx >> 2) / p.inner;
+        ch = (blk % ((p.chans + 3u) >> 2)) * 4u + (idx & 3u);
+        if (ch >= p.chans) return;
+    }
     float acc = 0.0;
     for (uint s = 0u; s < p.splits; ++s) acc += part[s * p.n + idx];
     afp v = acc;
     if (KIND == 1u) {
-        v += LOAD(b_data, (idx / p.inner) % p.chans);
+        v += LOAD(b_data, ch);
     } else if (KIND == 2u) {
         uint col = idx % p.inner;
         uint row = (idx / p.inner) % p.chans;

@@ -33,6 +33,11 @@ class Config:
     """The model cache file (runtime.model_cache): None = `<model>.vkcache` next
     to a model file (off for in-memory models, or with VKNN_MODEL_CACHE=0);
     "off" = no cache; else this path."""
+    device_layout: str = "nc4hw4"
+    """How the Vulkan backend stores CNN tensors: "nc4hw4" honours the
+    compiler's layout labels (rank-4 float tensors of ops with NC4HW4 kernels
+    are stored [N, C/4, H, W, 4]; runtime.vulkan.layouts), "flat" stores every
+    device tensor row-major."""
     fastmath: str = "auto"
     """FPFastMathDefault kernels (runtime.spirv): auto/on where the device has
     float_controls2, off never."""
@@ -70,6 +75,10 @@ class Config:
         self.buckets = [_bucket(b, i) for i, b in enumerate(self.buckets)]
         if self.fastmath not in ("auto", "on", "off"):
             raise InvalidArgument(f"Config.fastmath must be auto, on or off, got '{self.fastmath}'")
+        if self.device_layout not in ("nc4hw4", "flat"):
+            raise InvalidArgument(
+                f"Config.device_layout must be nc4hw4 or flat, got '{self.device_layout}'"
+            )
         if self.autotune not in ("off", "fast", "thorough"):
             raise InvalidArgument(
                 f"Config.autotune must be off, fast or thorough, got '{self.autotune}'"

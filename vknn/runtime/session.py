@@ -363,6 +363,7 @@ class Session:
             autotune=self.config.autotune,
             autotune_table=self.autotune_table,
             prepacked=prepacked,
+            device_layout=self.config.device_layout,
         )
 
     @staticmethod

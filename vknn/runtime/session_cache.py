@@ -85,6 +85,7 @@ def variant_key(config: Config, fastmath: bool) -> str:
         "backends": ",".join(config.backends),
         "disable": ",".join(sorted(config.disabled_vk_ops)),
         "fold": config.fold_gpu_islands,
+        "layout": config.device_layout,
         "dims": sorted(config.dims.items()),
     }
     return ";".join(f"{k}={v}" for k, v in parts.items())

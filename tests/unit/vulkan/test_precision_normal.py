@@ -12,7 +12,10 @@ variant differs from a tensor's storage. Validation layer on, zero messages.
 - split-K GEMMs / convs with an epilogue, concats and the staged path under
   mixed storage;
 - `low` and `high` insert no conversion and keep their dispatch counts;
-  `normal` adds exactly one dispatch per conversion.
+  `normal` adds exactly one dispatch per conversion;
+- with fp16 storage, large float inputs/outputs stay fp32 on the device and
+  are converted there (once per tensor, shared by its readers); small ones
+  are converted by the host.
 """
 
 from __future__ import annotations
@@ -384,7 +387,14 @@ def test_split_k_with_epilogue_into_softmax(session_device, kind: str) -> None: 
     ex = _executor(sess)
     (prod,) = [i for i, st in enumerate(ex.steps) if st.op in ("vx.matmul", "vx.conv")]
     assert ex.variants[prod] == "fp32"
-    assert [c[2] for c in ex.conversion_list()] == ["fp16->fp32"]
+    # x (>= GPU_CONVERT_MIN_ELEMENTS) is converted on the device for the fp16
+    # Relu; r is converted for the fp32 product. The conv case runs NC4HW4:
+    # x is packed on the way, the product unpacked for the (flat) softmax.
+    want = ["fp32->fp16", "fp16->fp32"]
+    if kind == "conv":
+        want = ["fp32->fp16/nc4hw4", "fp16/nc4hw4->fp32/nc4hw4", "fp32/nc4hw4->fp32"]
+    assert [c[2] for c in ex.conversion_list()] == want
+    assert ex.conversion_list()[0][1] == "x"
     if kind == "conv":
         assert any("split-K" in label for _, label in ex.program.labels)
     got = sess.run(feeds)["y"]
@@ -411,8 +421,16 @@ def test_bert_normal(session_device) -> None:  # type: ignore[no-untyped-def]
         executors = list(sess._bucket.executors.values())  # type: ignore[union-attr]
         assert executors
         for ex in executors:
-            if p != "normal":
+            if p == "high":
                 assert ex.stats.conversions == 0
+                continue
+            if p == "low":
+                # Only the large float inputs/outputs, converted on the device.
+                boundary = {
+                    n for n, why in ex.fp32_tensors().items() if why == "segment input/output"
+                }
+                assert {c[1] for c in ex.conversion_list()} <= boundary
+                assert ex.stats.conversions == len(ex.conversion_list())
                 continue
             kept = [
                 (st, "layernorm_io" if st.op == "vx.layernorm" else "softmax_io")
@@ -440,3 +458,67 @@ def test_bert_normal(session_device) -> None:  # type: ignore[no-untyped-def]
             errs.append(e)
         err[p] = max(errs)
     assert err["high"] <= err["normal"] <= err["low"], err
+
+
+# ---------------------------------------------------------------------------
+# Segment boundaries under fp16 storage
+
+
+def _two_branch_conv(c: int, hw: int) -> onnx.ModelProto:
+    """x feeds two convs (one conversion must serve both); y is large, the
+    pooled z small."""
+    rng = np.random.default_rng(3)
+    w1 = (rng.standard_normal((8, c, 3, 3)) / 6).astype(np.float32)
+    w2 = (rng.standard_normal((8, c, 1, 1)) / 2).astype(np.float32)
+    nodes = [
+        oh.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+        oh.make_node("Conv", ["x", "w2"], ["b"]),
+        oh.make_node("Add", ["a", "b"], ["y"]),
+        oh.make_node("GlobalAveragePool", ["y"], ["z"]),
+    ]
+    return _model(
+        nodes,
+        [("x", [1, c, hw, hw])],
+        ["y", "z"],
+        [nh.from_array(w1, "w1"), nh.from_array(w2, "w2")],
+    )
+
+
+def test_low_converts_large_boundaries_on_device(session_device) -> None:  # type: ignore[no-untyped-def]
+    from vknn.runtime.vulkan.executor import GPU_CONVERT_MIN_ELEMENTS
+
+    model = _two_branch_conv(4, 32)  # x, y: 4096 / 8192 elements; z: 8
+    assert 4 * 32 * 32 >= GPU_CONVERT_MIN_ELEMENTS
+    feeds = model_inputs(model, {})
+    ref = _ort(model, feeds)
+    # Flat storage: only the width changes here (NC4HW4: test_nc4hw4.py).
+    sess = _session(model, "low", device_layout="flat")
+    ex = _executor(sess)
+    (x,) = ex.input_specs
+    y, z = ex.outputs
+    assert ex.float_storage(x) == ex.float_storage(y) == "float32"
+    assert ex.float_storage(z) == "float16"  # small: the host converts it
+    xn, yn = ex.specs[x].name, ex.specs[y].name
+    assert ex.fp32_tensors() == {xn: "segment input/output", yn: "segment input/output"}
+    # One fp32->fp16 of x for both convs, one fp16->fp32 of y.
+    assert sorted(c[1:] for c in ex.conversion_list()) == [(yn, "fp16->fp32"), (xn, "fp32->fp16")]
+    high = _executor(_session(model, "high", device_layout="flat"))
+    assert ex.stats.dispatches == high.stats.dispatches + 2
+    out = sess.run(feeds)
+    for k in ("y", "z"):
+        cos, _, _ = cosine_and_error(ref[k], out[k])
+        assert cos >= 0.999, k
+        np.testing.assert_allclose(out[k], ref[k], atol=0.05, rtol=0.02)
+
+
+def test_low_device_conversion_saturates(session_device) -> None:  # type: ignore[no-untyped-def]
+    """A boundary input beyond fp16 range converted on the device saturates to
+    +-65504 (never inf), like the host path for small inputs."""
+    model = _model([oh.make_node("Relu", ["x"], ["y"])], [("x", [1, 8, 32, 32])], ["y"])
+    x = np.full((1, 8, 32, 32), 1.0, np.float32)
+    x[0, 0, 0, :4] = [1e6, 70000.0, 3.0e38, 65519.0]
+    sess = _session(model, "low")
+    assert _executor(sess).conversion_list()
+    y = sess.run({"x": x})["y"]
+    assert np.isfinite(y).all()
+    np.testing.assert_array_equal(y[0, 0, 0, :5], [65504.0, 65504.0, 65504.0, 65504.0, 1.0])

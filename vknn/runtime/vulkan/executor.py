@@ -8,8 +8,11 @@ outputs: no re-recording, no per-op host round trips.
 
 Boundary data is host numpy in the model's dtype. Storage is dtype-aware
 (`vulkan/dtypes.py`): float tensors are fp32, or fp16 with `precision="low"`
-(fp32 arithmetic in the shaders; the host clamps to +-65504 so finite values
-never become inf); integer and bool tensors are int32 words (int64 narrowed:
+(fp32 arithmetic in the shaders; finite values saturate at +-65504, never
+inf). With fp16 storage, float inputs and outputs of GPU_CONVERT_MIN_ELEMENTS
+or more stay fp32 in device memory and a dispatch converts them next to the
+steps touching them (numpy's fp16 conversion is ~1 ms per image); smaller
+ones are converted by the host. Integer and bool tensors are int32 words (int64 narrowed:
 values must fit, checked at the boundary). On devices without device-local
 + host-visible memory (or with `staging=True`) the arena is device-local and
 recorded copies move inputs and outputs through a host-visible staging
@@ -32,7 +35,9 @@ an arena scratch of the step's width before it; where it differs from a
 tensor it writes, the step writes a scratch that is converted after it.
 Scratches are live from the conversion to the step (or back), on a time
 axis of three ticks per step. A constant has a copy per width its readers
-use. `high` and `low` plan, record and dispatch exactly as uniform storage.
+use. One conversion per tensor and width serves all its later readers.
+`high` and `low` plan and record as uniform storage, except the boundary
+conversions above (`low`).
 
 This module must not import xDSL or the CPU backend, and must not gate by
 anything but `kernels.gate`.
@@ -56,8 +61,9 @@ from vknn.runtime.vulkan.device import Device
 from vknn.runtime.vulkan.dtypes import from_device, is_float, storage_dtype, to_device
 from vknn.runtime.vulkan.kernels import KERNELS, RecordContext, TensorArg, gate
 from vknn.runtime.vulkan.kernels.conv import OpPhase
-from vknn.runtime.vulkan.kernels.convert_storage import record_convert
+from vknn.runtime.vulkan.kernels.convert_storage import Form, record_convert
 from vknn.runtime.vulkan.kernels.data_movement import concat_in_place
+from vknn.runtime.vulkan.layouts import DEVICE_LAYOUTS, PACKED, packed_numel, plan_layouts
 from vknn.runtime.vulkan.memory import (
     STORAGE,
     TRANSFER_DST,
@@ -68,10 +74,13 @@ from vknn.runtime.vulkan.memory import (
     plan_arena,
 )
 from vknn.runtime.vulkan.pipeline import Pipelines
-from vknn.runtime.vulkan.precision_rules import DEFAULT_RULES, plan_mixed
+from vknn.runtime.vulkan.precision_rules import DEFAULT_RULES, alias_roots, plan_mixed
 from vknn.runtime.vulkan.views import fold_views
 
 FP16_MAX = 65504.0
+GPU_CONVERT_MIN_ELEMENTS = 4096
+"""fp16 storage: float segment inputs/outputs of at least this many elements
+are converted on the device (`_keep_boundary_fp32`), smaller ones on the host."""
 FP32 = np.dtype(np.float32)
 FP16 = np.dtype(np.float16)
 # OpPhase of storage conversions before / after a step's own dispatches (a
@@ -92,8 +101,10 @@ class ExecutorStats:
     aliased: int = 0
     """Slots that share another slot's memory (reshapes, placed concat inputs)."""
     conversions: int = 0
-    """Tensors converted between fp16 and fp32 storage per run (precision
-    "normal" only: around steps whose shader variant differs from them)."""
+    """Conversion dispatches per run between storage forms (fp16/fp32 for
+    "normal" and large fp16 segment inputs/outputs, flat/NC4HW4)."""
+    packed: int = 0
+    """Slots stored NC4HW4."""
 
 
 class PrepackStore(Protocol):
@@ -155,6 +166,7 @@ class VulkanExecutor:
         autotune: str = "off",
         autotune_table: dict[str, dict[str, Any]] | None = None,
         prepacked: PrepackStore | None = None,
+        device_layout: str = "nc4hw4",
     ) -> None:
         self.device = device
         self.fastmath = fastmath
@@ -164,7 +176,14 @@ class VulkanExecutor:
         constants = dict(constants or {})
         # Reshape/transpose/slice chains around strided kernels become their
         # addressing, before anything is planned (views.py).
-        self.steps = fold_views(self.steps, input_specs, constants, self.outputs)
+        if device_layout not in DEVICE_LAYOUTS:
+            raise InvalidArgument(
+                f"device_layout {device_layout!r}: expected one of {', '.join(DEVICE_LAYOUTS)}"
+            )
+        packing = device_layout == PACKED
+        self.steps = fold_views(
+            self.steps, input_specs, constants, self.outputs, through_packed=not packing
+        )
         self.input_specs = dict(input_specs)
         self.fp16 = precision in ("low", "normal") and self.caps.has_fp16_storage
         self.storage = np.dtype(np.float16 if self.fp16 else np.float32)
@@ -195,6 +214,8 @@ class VulkanExecutor:
             if slot not in specs:
                 raise InvalidArgument(f"output slot {slot} is produced by no step")
         self.specs = specs
+        # NC4HW4: which steps run packed, which slots are stored so (layouts.py).
+        self.layouts = plan_layouts(self.steps, specs, set(constants), self.outputs, packing)
 
         # Float storage per slot and shader variant per step: uniform unless
         # mixed (precision "normal"; see _plan_storage).
@@ -206,6 +227,9 @@ class VulkanExecutor:
         self._constants = set(constants)
         if precision == "normal" and self.fp16:
             self._plan_storage(constants, DEFAULT_RULES if fp32_rules is None else fp32_rules)
+        self.boundary_fp32: set[int] = set()
+        if self.fp16:
+            self._keep_boundary_fp32(constants)
 
         # Aliases: slot -> (the slot whose memory it is, byte offset in it).
         self._parent: dict[int, tuple[int, int]] = {}
@@ -334,12 +358,25 @@ class VulkanExecutor:
                 fastmath=self.fastmath,
                 tuning=tuning,
             )
-            # Mixed storage: the step reads and writes its float tensors in
-            # its variant's storage, through converted copies where they differ.
+            if KERNELS[step.op].aliases and step.outputs[0] not in self._parent:
+                # A reshape / convert_layout of a packed tensor: unpack it.
+                src, dst = step.inputs[0], step.outputs[0]
+                ops += record_convert(
+                    ctx, refs[src], refs[dst], self.specs[src].shape, self._form(src),
+                    self._form(dst), i, self.specs[dst].name,
+                )  # fmt: skip
+                continue
+            # The step reads and writes its float tensors in its variant's
+            # width and its layout plan's forms, through converted copies where
+            # they are stored otherwise.
             view: dict[int, TensorRef] = {}
-            for s, key in self._pre[i]:
+            for s, key, want in self._pre[i]:
                 view[s] = self._scratch[key]
-                ops += self._convert(ctx, s, refs[s], view[s], OpPhase(i, _CONVERT_IN_PHASE))
+                ops += self._convert(
+                    ctx, s, refs[s], view[s], self._form(s), want, OpPhase(i, _CONVERT_IN_PHASE)
+                )
+            for s, key in self._reuse[i]:
+                view[s] = self._scratch[key]
             for s, st in self._const_in[i]:
                 r, off = self._root(s)
                 view[s] = TensorRef(
@@ -347,13 +384,17 @@ class VulkanExecutor:
                     self._const_refs[r, st].offset + off,
                     self._nbytes(s, st),
                 )
-            for s, key in self._post[i]:
+            for s, key, _ in self._post[i]:
                 view[s] = self._scratch[key]
-            ins = [self._arg(s, view) for s in step.inputs if s != NO_VALUE]
-            outs = [self._arg(s, view) for s in step.outputs]
+            present = [s for s in step.inputs if s != NO_VALUE]
+            lp = self.layouts
+            ins = [self._arg(s, view, lp.wants_packed(i, p)) for p, s in enumerate(present)]
+            outs = [self._arg(s, view, lp.writes_packed(i, p)) for p, s in enumerate(step.outputs)]
             ops += KERNELS[step.op].record(step, ctx, ins, outs)
-            for s, _ in self._post[i]:
-                ops += self._convert(ctx, s, view[s], refs[s], OpPhase(i, _CONVERT_OUT_PHASE))
+            for s, _, have in self._post[i]:
+                ops += self._convert(
+                    ctx, s, view[s], refs[s], have, self._form(s), OpPhase(i, _CONVERT_OUT_PHASE)
+                )
         if self.staging:
             for s in self.outputs:
                 buf, off = self._host[s]
@@ -371,7 +412,8 @@ class VulkanExecutor:
             barriers=self.program.stats.barriers,
             record_seconds=self.program.stats.record_seconds,
             aliased=len(self._parent),
-            conversions=sum(len(p) + len(q) for p, q in zip(self._pre, self._post, strict=True)),
+            conversions=len(self.conversion_list()),
+            packed=len(self.layouts.packed_slots),
         )
 
     # -- storage -----------------------------------------------------------
@@ -403,9 +445,24 @@ class VulkanExecutor:
             prepacked.put(key, data.tobytes())
         return data
 
-    def _nbytes(self, slot: int, float_storage: np.dtype | None = None) -> int:
+    def _nbytes(
+        self, slot: int, float_storage: np.dtype | None = None, packed: bool | None = None
+    ) -> int:
         spec = self.specs[slot]
-        return self._storage(slot, float_storage).itemsize * max(1, int(np.prod(spec.shape)))
+        packed = self._packed(slot) if packed is None else packed
+        n = packed_numel(spec.shape) if packed else int(np.prod(spec.shape))
+        return self._storage(slot, float_storage).itemsize * max(1, n)
+
+    def _packed(self, slot: int) -> bool:
+        """Whether `slot` is stored NC4HW4 (`layouts.py`)."""
+        return slot in self.layouts.packed_slots
+
+    def _form(self, slot: int) -> Form:
+        return Form(self._float_of(slot) == FP32, self._packed(slot))
+
+    def layout_of(self, slot: int) -> str:
+        """How `slot` is laid out in device memory: "nc4hw4" or "flat"."""
+        return PACKED if self._packed(slot) else "flat"
 
     def float_storage(self, slot: int) -> str:
         """How float tensor `slot` is stored: "float16" or "float32"."""
@@ -422,70 +479,133 @@ class VulkanExecutor:
         self._slot_float = {s: np.dtype(d) for s, d in mixed.storage.items()}
         self._const_copies = {s: [np.dtype(d) for d in ds] for s, ds in mixed.const_copies.items()}
 
+    def _keep_boundary_fp32(self, constants: Mapping[int, np.ndarray]) -> None:
+        """fp16 storage: large float inputs and outputs stay fp32 in device
+        memory and are converted by a dispatch next to the steps touching them.
+        numpy's float32<->float16 conversion costs ~6.5 ns per element (1 ms
+        for a 224x224 RGB image, more than a MobileNetV2 runs on an H200); a
+        conversion dispatch costs a few microseconds. Small tensors (a
+        classifier's logits) are cheaper converted on the host than with a
+        dispatch and a barrier."""
+        roots = alias_roots(self.steps)
+        group: dict[int, list[int]] = defaultdict(list)
+        for s in self.specs:
+            group[roots.get(s, s)].append(s)
+        for s in [*self.input_specs, *self.outputs]:
+            spec = self.specs[s]
+            r = roots.get(s, s)
+            if (
+                r in constants
+                or not is_float(spec.dtype)
+                or int(np.prod(spec.shape)) < GPU_CONVERT_MIN_ELEMENTS
+            ):
+                continue
+            for m in group[r]:
+                self._slot_float[m] = FP32
+                self.boundary_fp32.add(m)
+
     def _plan_conversions(
         self, constants: Mapping[int, np.ndarray]
     ) -> list[tuple[tuple[str, int, int], int, int, int]]:
-        """Per step, the float tensors stored in the other width than its
-        variant: inputs converted into a scratch before it (`_pre`), outputs
-        written to a scratch and converted after it (`_post`), constants read
-        from their copy (`_const_in`). Returns the scratches as arena entries
-        (id, bytes, first tick, last tick) on `__init__`'s time axis."""
+        """Per step, the float tensors it reads or writes in another form
+        (width, layout) than they are stored in: inputs converted into a
+        scratch before it (`_pre`; a later step wanting the same form reads
+        that scratch, `_reuse`), outputs written to a scratch and converted
+        after it (`_post`), constants read from their copy of the step's
+        width (`_const_in`). Aliasing steps whose input is stored packed
+        unpack it (`_unpack`). Returns the scratches as arena entries (id,
+        bytes, first tick, last tick) on `__init__`'s time axis."""
         n = len(self.steps)
-        self._pre: list[list[tuple[int, tuple[str, int, int]]]] = [[] for _ in range(n)]
-        self._post: list[list[tuple[int, tuple[str, int, int]]]] = [[] for _ in range(n)]
+        self._pre: list[list[tuple[int, tuple[str, int, int], Form]]] = [[] for _ in range(n)]
+        self._reuse: list[list[tuple[int, tuple[str, int, int]]]] = [[] for _ in range(n)]
+        self._post: list[list[tuple[int, tuple[str, int, int], Form]]] = [[] for _ in range(n)]
         self._const_in: list[list[tuple[int, np.dtype]]] = [[] for _ in range(n)]
         out: list[tuple[tuple[str, int, int], int, int, int]] = []
-        if not self._slot_float:
-            return out
+        # (slot, form) -> index in `out` of its converted copy (slots are
+        # written once, so one conversion serves every later reader).
+        converted: dict[tuple[int, Form], int] = {}
         for i, step in enumerate(self.steps):
             if KERNELS[step.op].aliases:
                 continue
-            want = self._variant_float(i)
-            for s in dict.fromkeys(x for x in step.inputs if x != NO_VALUE):
-                if not is_float(self.specs[s].dtype) or self._float_of(s) == want:
+            width = self._variant_float(i)
+            present = [x for x in step.inputs if x != NO_VALUE]
+            seen: set[int] = set()
+            for pos, s in enumerate(present):
+                if s in seen or not is_float(self.specs[s].dtype):
+                    continue
+                seen.add(s)
+                want = Form(width == FP32, self.layouts.wants_packed(i, pos))
+                if self._form(s) == want:
                     continue
                 if self._root(s)[0] in constants:
-                    self._const_in[i].append((s, want))
+                    self._const_in[i].append((s, width))
+                    continue
+                k = converted.get((s, want))
+                if k is not None:
+                    key, size, tick, _ = out[k]
+                    out[k] = (key, size, tick, 3 * i + 1)
+                    self._reuse[i].append((s, key))
                     continue
                 key = ("in", i, s)
-                self._pre[i].append((s, key))
-                out.append((key, self._nbytes(s, want), 3 * i, 3 * i + 1))
-            for s in step.outputs:
-                if not is_float(self.specs[s].dtype) or self._float_of(s) == want:
+                self._pre[i].append((s, key, want))
+                converted[s, want] = len(out)
+                out.append((key, self._nbytes(s, width, want.packed), 3 * i, 3 * i + 1))
+            for pos, s in enumerate(step.outputs):
+                if not is_float(self.specs[s].dtype):
+                    continue
+                have = Form(width == FP32, self.layouts.writes_packed(i, pos))
+                if self._form(s) == have:
                     continue
                 key = ("out", i, s)
-                self._post[i].append((s, key))
-                out.append((key, self._nbytes(s, want), 3 * i + 1, 3 * i + 2))
+                self._post[i].append((s, key, have))
+                converted[s, have] = len(out)  # later readers of this form use it
+                out.append((key, self._nbytes(s, width, have.packed), 3 * i + 1, 3 * i + 2))
         return out
 
     def _convert(
-        self, ctx: RecordContext, slot: int, src: TensorRef, dst: TensorRef, op_index: int
+        self,
+        ctx: RecordContext,
+        slot: int,
+        src: TensorRef,
+        dst: TensorRef,
+        src_form: Form,
+        dst_form: Form,
+        op_index: int,
     ) -> list[Dispatch]:
-        to_fp32 = dst.nbytes > src.nbytes
-        n = int(np.prod(self.specs[slot].shape))
-        return record_convert(ctx, src, dst, n, to_fp32, op_index, self.specs[slot].name)
+        spec = self.specs[slot]
+        return record_convert(ctx, src, dst, spec.shape, src_form, dst_form, op_index, spec.name)
 
     def conversion_list(self) -> list[tuple[str, str, str]]:
-        """(step node, tensor name, "fp16->fp32" / "fp32->fp16") of every
-        storage conversion recorded, in order (precision "normal")."""
+        """(step node, tensor name, "<from>-><to>") of every storage conversion
+        recorded, in order; a form is "fp16"/"fp32", "/nc4hw4" when packed."""
         out = []
         for i, step in enumerate(self.steps):
-            to = "fp16->fp32" if self.variants[i] == "fp32" else "fp32->fp16"
-            back = "fp32->fp16" if self.variants[i] == "fp32" else "fp16->fp32"
-            out += [(step.node, self.specs[s].name, to) for s, _ in self._pre[i]]
-            out += [(step.node, self.specs[s].name, back) for s, _ in self._post[i]]
+            for s, _, want in self._pre[i]:
+                out.append((step.node, self.specs[s].name, f"{self._form(s)}->{want}"))
+            if KERNELS[step.op].aliases and step.outputs[0] not in self._parent:
+                o = step.outputs[0]
+                src = self._form(step.inputs[0])
+                out.append((step.node, self.specs[o].name, f"{src}->{self._form(o)}"))
+            for s, _, have in self._post[i]:
+                out.append((step.node, self.specs[s].name, f"{have}->{self._form(s)}"))
         return out
 
     def fp32_tensors(self) -> dict[str, str]:
         """Tensor name -> why it is stored in fp32 (precision "normal"): the
-        rules keeping it, or "fp32 steps only" when every step touching it
-        runs fp32 anyway. Constants (a copy per storage their readers use)
-        are left out; empty for uniform storage."""
+        rules keeping it, "segment input/output" for a large boundary tensor
+        converted on the device (`_keep_boundary_fp32`), or "fp32 steps only"
+        when every step touching it runs fp32 anyway. Constants (a copy per
+        storage their readers use) are left out."""
         out: dict[str, str] = {}
         for s, st in self._slot_float.items():
             if st == FP32 and self._root(s)[0] not in self._constants:
                 why = self.fp32_reasons.get(s)
-                out[self.specs[s].name] = "+".join(why) if why else "fp32 steps only"
+                if why:
+                    out[self.specs[s].name] = "+".join(why)
+                elif s in self.boundary_fp32:
+                    out[self.specs[s].name] = "segment input/output"
+                else:
+                    out[self.specs[s].name] = "fp32 steps only"
         return out
 
     def _root(self, slot: int) -> tuple[int, int]:
@@ -504,7 +624,9 @@ class VulkanExecutor:
                 producer[s] = i
         for i, step in enumerate(self.steps):
             if KERNELS[step.op].aliases:
-                self._parent[step.outputs[0]] = (step.inputs[0], 0)
+                # A packed input is unpacked into the output instead.
+                if not self._packed(step.inputs[0]):
+                    self._parent[step.outputs[0]] = (step.inputs[0], 0)
                 continue
             if step.op != "vx.concat":
                 continue
@@ -530,6 +652,7 @@ class VulkanExecutor:
                     or s in self._parent
                     or self._root(out)[0] == s
                     or self._storage(s) != self._storage(out)
+                    or self._packed(s) != self._packed(out)
                     or (off * esize) % align
                 ):
                     continue
@@ -556,12 +679,14 @@ class VulkanExecutor:
         self._buffers.append(b)
         return b
 
-    def _arg(self, slot: int, view: Mapping[int, TensorRef] | None = None) -> TensorArg:
+    def _arg(
+        self, slot: int, view: Mapping[int, TensorRef] | None = None, packed: bool = False
+    ) -> TensorArg:
         """`slot` as a recorder sees it; `view` overrides where it lives (a
-        copy in the step's storage width)."""
+        copy in the step's storage form); `packed`: the recorder gets it NC4HW4."""
         spec = self.specs[slot]
         ref = view.get(slot, self.refs[slot]) if view else self.refs[slot]
-        return TensorArg(ref, tuple(spec.shape), spec.dtype)
+        return TensorArg(ref, tuple(spec.shape), spec.dtype, packed)
 
     def run(self, feeds: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
         """Outputs (slot -> array of the spec's dtype) for inputs `feeds` (slot -> array)."""

@@ -1,7 +1,9 @@
 """Strided views: copy-free data movement for kernels that address their
 operands through strides.
 
-Every device tensor is row-major, so a reshape, a transpose, a gather of one
+Every flat device tensor is row-major (NC4HW4 ones, `layouts.py`, are not
+views of anything: with packing on, a chain stops before a tensor a step
+labelled nc4hw4 produced), so a reshape, a transpose, a gather of one
 constant index or a positive-step slice of a tensor is an affine *view* of
 its memory: element i of the result is at `offset + sum(i_d * strides[d])`.
 `fold_views(steps, ...)` (run by each `VulkanExecutor` before it gates and
@@ -196,10 +198,13 @@ def fold_views(
     input_specs: Mapping[int, TensorSpec],
     constants: Mapping[int, np.ndarray],
     keep: Iterable[int],
+    through_packed: bool = True,
 ) -> list[Step]:
     """`steps` with view chains folded into the strided kernels that read or
     write them (module docstring); `keep`: slots that must stay materialized
-    (the segment's outputs)."""
+    (the segment's outputs). `through_packed=False`: a chain stops at a
+    `vx.convert_layout` from or to NC4HW4 (that tensor may be stored packed,
+    which no stride describes; `layouts.py`)."""
     steps = list(steps)
     if not any(s.op in STRIDED for s in steps):
         return steps
@@ -227,7 +232,9 @@ def fold_views(
         views = dict(st.attrs.get(VIEWS_ATTR, {}))
         present = [s for s in inputs if s != NO_VALUE]
         for pos, slot in enumerate(present):
-            found = _fold_input(st, pos, slot, steps, producer, shapes, constants, kernel)
+            found = _fold_input(
+                st, pos, slot, steps, producer, shapes, constants, kernel, through_packed
+            )
             if found is None:
                 continue
             base, view = found
@@ -238,7 +245,9 @@ def fold_views(
             attrs[VIEWS_ATTR] = views
         outputs, out_specs = list(st.outputs), list(st.out_specs)
         if kernel.output is not None and len(outputs) == 1 and outputs[0] not in keep:
-            chain = _fold_output(st, outputs[0], steps, readers, shapes, keep, kernel.output)
+            chain = _fold_output(
+                st, outputs[0], steps, readers, shapes, keep, kernel.output, through_packed
+            )
             if chain is not None:
                 last, view, members = chain
                 outputs, out_specs = [last], [specs[last]]
@@ -268,7 +277,7 @@ def _nth(inputs: list[int], pos: int) -> int:
 def _fold_input(
     st: Step, pos: int, slot: int, steps: list[Step], producer: dict[int, int],
     shapes: dict[int, tuple[int, ...]], constants: Mapping[int, np.ndarray],
-    kernel: StridedKernel,
+    kernel: StridedKernel, through_packed: bool = True,
 ) -> tuple[int, View] | None:  # fmt: skip
     """(source slot, view) for operand `pos`: the deepest source whose view
     chain to the operand the kernel accepts; None to leave it as it is."""
@@ -278,6 +287,11 @@ def _fold_input(
         vs = steps[producer[s]]
         if not vs.inputs or vs.inputs[0] == NO_VALUE:
             break
+        if not through_packed and (
+            _packed_boundary(vs)
+            or (vs.inputs[0] in producer and _labelled_packed(steps[producer[vs.inputs[0]]]))
+        ):
+            break  # the chain would start at a tensor that may be stored packed
         chain.append(vs)
         s = vs.inputs[0]
     for depth in range(len(chain), 0, -1):
@@ -296,6 +310,7 @@ def _fold_input(
 def _fold_output(
     st: Step, out: int, steps: list[Step], readers: dict[int, list[int]],
     shapes: dict[int, tuple[int, ...]], keep: set[int], accept: AcceptOutput,
+    through_packed: bool = True,
 ) -> tuple[int, View, list[int]] | None:  # fmt: skip
     """(slot to write, view, chain step indices) for output `out`: the
     longest chain of bijective view steps, each the only reader of the
@@ -306,6 +321,8 @@ def _fold_output(
         j = readers[s][0]
         vs = steps[j]
         if vs.op not in BIJECTIVE_OPS or vs.inputs[:1] != [s] or len(vs.outputs) != 1:
+            break
+        if not through_packed and _packed_boundary(vs):
             break
         chain.append(j)
         s = vs.outputs[0]
@@ -318,6 +335,17 @@ def _fold_output(
         if v is not None and v.shape == shapes[out] and accept(st, v):
             return last, v, chain[:depth]
     return None
+
+
+def _packed_boundary(step: Step) -> bool:
+    return step.op == "vx.convert_layout" and "nc4hw4" in (
+        step.attrs.get("from"),
+        step.attrs.get("to"),
+    )
+
+
+def _labelled_packed(step: Step) -> bool:
+    return step.attrs.get("vx.layout") == "nc4hw4"
 
 
 def _drop_dead_views(steps: list[Step], keep: set[int]) -> list[Step]:

@@ -35,7 +35,11 @@ class TensorArg:
 
     ref: TensorRef
     shape: tuple[int, ...]
+    """The logical shape (NCHW for a packed tensor)."""
     dtype: str
+    packed: bool = False
+    """Stored NC4HW4 (`vulkan/layouts.py`): only where the step runs packed
+    and its kernel's `nc4hw4` named this position."""
 
     @property
     def size(self) -> int:
@@ -117,6 +121,7 @@ class TuningSpace:
 
 Gate = Callable[[Step, DeviceCaps, "list[TensorSpec] | None"], "str | None"]
 Recorder = Callable[[Step, RecordContext, "list[TensorArg]", "list[TensorArg]"], "list[Dispatch]"]
+Nc4hw4 = Callable[[Step, "list[TensorSpec]"], "tuple[frozenset[int], frozenset[int]] | None"]
 Tuner = Callable[[Step, DeviceCaps, "list[TensorSpec]", str, bool], "TuningSpace | None"]
 """(step, caps, input specs, variant, split-K available) -> its tuning space,
 None when there is nothing to choose."""
@@ -132,6 +137,10 @@ class KernelSpec:
     the executor gives it no storage of its own and records nothing."""
     tuning: Tuner | None = None
     """The recorder reads `TuningSpace.choose(ctx)`: the autotuner may measure it."""
+    nc4hw4: Nc4hw4 | None = None
+    """(step, input specs) -> the (input positions, output positions) the
+    recorder reads / writes NC4HW4 when the step runs packed, or None when it
+    cannot run this step packed (`vulkan/layouts.py`)."""
 
 
 KERNELS: dict[str, KernelSpec] = {}

@@ -57,6 +57,7 @@ from vknn.runtime.vulkan.kernels import (
     local_size,
     register,
 )
+from vknn.runtime.vulkan.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
 from vknn.runtime.vulkan.memory import TensorRef
 from vknn.runtime.vulkan.shaders import register_variant
 
@@ -328,12 +329,14 @@ def record_splitk_reduce(
     step: Step, ctx: RecordContext, part: TensorRef, splits: int, total: int,
     kind: int, bias: Binding | None, y: TensorArg, extra: list[Any],
     product: TensorSpec, params: tuple[int, int, int, int, float, float],
+    packed: bool = False,
 ) -> list[Dispatch]:  # fmt: skip
     """The second pass of a split-K GEMM: y = epilogue(sum of `splits`
     partials + bias / C), `params` = (inner, chans, c_sm, c_sn, alpha, beta)
-    as splitk_reduce.comp reads them."""
+    as splitk_reduce.comp reads them; `packed`: a conv's y is NC4HW4."""
     name, epi = epilogues.variant("splitk_reduce", step, product, extra, 3)
-    pipe = ctx.pipeline(name, ((1, kind),), 3 + len(epi), _REDUCE_PUSH.size, local_size(ctx.caps))
+    spec: tuple[tuple[int, int | bool], ...] = ((1, kind), (2, True)) if packed else ((1, kind),)
+    pipe = ctx.pipeline(name, spec, 3 + len(epi), _REDUCE_PUSH.size, local_size(ctx.caps))
     binds = [
         Binding(part.buffer, part.offset, 4 * splits * total),
         bias or y.binding(),
@@ -458,11 +461,11 @@ def _record_gemm(
         g["KH"] == g["KW"] == g["SH"] == g["SW"] == 1 and g["PH"] == g["PW"] == 0
         and g["OH"] == g["H"] and g["OW"] == g["W"]
     )  # fmt: skip
-    spec = ((1, tx), (2, ty), (3, pointwise), (4, b is not None))
+    spec = ((1, tx), (2, ty), (3, pointwise), (4, b is not None), (5, y.packed))
     k = g["Cg"] * g["KH"] * g["KW"]
     p_count = g["OH"] * g["OW"]
     groups = (-(-p_count // (4 * tx)), -(-g["Mg"] // (4 * ty)), g["N"] * g["G"])
-    total = y.size
+    total = packed_numel(y.shape) if y.packed else y.size  # partials: y's storage order
     splits = int(cfg["splits"])
     kchunk = kchunk_for(k, splits)
     push = _GEMM_PUSH.pack(
@@ -491,7 +494,7 @@ def _record_gemm(
     rest = record_splitk_reduce(
         step, ctx, part, splits, total, 1 if b is not None else 0,
         b.binding() if b is not None else None, y, extra, _product(step),
-        (p_all, g["M"], 0, 0, 1.0, 0.0),
+        (p_all, g["M"], 0, 0, 1.0, 0.0), packed=y.packed,
     )  # fmt: skip
     return [first, *rest]
 
@@ -502,10 +505,12 @@ def _record_direct(
     ls: int | None = None,
 ) -> list[Dispatch]:  # fmt: skip
     name, epi = epilogues.variant(shader, step, _product(step), extra, 4)
-    pipe = ctx.pipeline(
-        name, ((1, b is not None),), 4 + len(epi), _DIRECT_PUSH.size, ls or local_size(ctx.caps)
-    )
-    n = y.size
+    spec: tuple[tuple[int, bool], ...] = ((1, b is not None),)
+    if y.packed:  # conv_direct.comp only (conv_nc4hw4)
+        spec += ((2, True),)
+    pipe = ctx.pipeline(name, spec, 4 + len(epi), _DIRECT_PUSH.size, ls or local_size(ctx.caps))
+    # Packed: one invocation per element of y's storage (padded lanes exit).
+    n = packed_numel(y.shape) if y.packed else y.size
     tail = (
         g["C"], g["H"], g["W"], g["M"], g["OH"], g["OW"], g["Cg"], g["Mg"],
         g["KH"], g["KW"], g["SH"], g["SW"], g["DH"], g["DW"], g["PH"], g["PW"],
@@ -590,7 +595,20 @@ def record_batchnorm(
     )  # fmt: skip
 
 
-register(KernelSpec("vx.conv", gate_conv, record_conv, tuning=_tune_conv))
+def conv_nc4hw4(step: Step, in_specs: list[TensorSpec]) -> Nc4hw4Io | None:
+    """2-D convs read x and write y NC4HW4 (the GEMM and direct kernels);
+    epilogue inputs of y's shape are read at y's packed index."""
+    x, y = in_specs[0], step.out_specs[0]
+    if not packable(x) or not packable(y):
+        return None
+    own = len(in_specs) - epilogues.extra_count(step)
+    extra = same_shape_positions(y, in_specs, range(own, len(in_specs)))
+    if extra is None:
+        return None
+    return frozenset({0}) | extra, frozenset({0})
+
+
+register(KernelSpec("vx.conv", gate_conv, record_conv, tuning=_tune_conv, nc4hw4=conv_nc4hw4))
 register(KernelSpec("vx.conv_transpose", gate_conv_transpose, record_conv_transpose))
 register(KernelSpec("vx.batchnorm", gate_batchnorm, record_batchnorm))
 epilogues.register_host("vx.conv")

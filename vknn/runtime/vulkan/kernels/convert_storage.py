@@ -1,8 +1,10 @@
-"""Storage conversions between fp16 and fp32 words (`shaders/convert_storage.comp`).
+"""Storage conversions of float tensors (`shaders/convert_storage.comp`):
+fp16 <-> fp32 words and flat <-> NC4HW4, in one dispatch.
 
-Not a plan op: the executor records these around a step whose shader variant
-stores floats in the other width than a tensor it reads or writes (mixed
-storage, `precision="normal"`; see `precision_rules.py`). fp32 -> fp16
+Not a plan op: the executor records these where a step reads or writes a
+tensor in another form than it is stored in (mixed storage with
+`precision="normal"`, see `precision_rules.py`; fp16 segment boundaries kept
+fp32; packed tensors and flat kernels, see `layouts.py`). fp32 -> fp16
 rounds to nearest even and saturates to +-65504, as every fp16 store does.
 
 This module must not import xDSL or the CPU backend, or touch a device.
@@ -10,7 +12,8 @@ This module must not import xDSL or the CPU backend, or touch a device.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.kernels import RecordContext, flat_dispatches, local_size, pack_u32
@@ -20,21 +23,47 @@ LABEL = "convert"
 """Every conversion dispatch's label starts with this."""
 
 
+@dataclass(frozen=True)
+class Form:
+    """How a float tensor is stored: fp32 or fp16 words, flat or NC4HW4."""
+
+    fp32: bool
+    packed: bool = False
+
+    def __str__(self) -> str:
+        return ("fp32" if self.fp32 else "fp16") + ("/nc4hw4" if self.packed else "")
+
+
 def record_convert(
     ctx: RecordContext,
     src: TensorRef,
     dst: TensorRef,
-    n: int,
-    to_fp32: bool,
+    shape: Sequence[int],
+    src_form: Form,
+    dst_form: Form,
     op_index: int,
     what: str,
 ) -> list[Dispatch]:
-    """Dispatches converting `n` floats from `src` (fp16 words when `to_fp32`,
-    else fp32) into `dst` (the other width)."""
+    """Dispatches converting the float tensor of logical `shape` from `src`
+    (stored as `src_form`) into `dst` (as `dst_form`). Packed forms need a
+    rank-4 shape."""
+    n = 1
+    for d in shape:
+        n *= int(d)
+    c = hw = 1
+    if src_form.packed or dst_form.packed:
+        if len(shape) != 4:
+            raise ValueError(f"{what}: an NC4HW4 conversion needs a rank-4 shape, got {shape}")
+        c, hw = int(shape[1]), int(shape[2]) * int(shape[3])
     # The shader always declares both widths, so one (fp16) variant serves.
     fp16 = replace(ctx, variant="fp16")
-    pipe = fp16.pipeline("convert_storage", ((1, to_fp32),), 2, 8, local_size(ctx.caps))
-    direction = "fp16->fp32" if to_fp32 else "fp32->fp16"
+    spec = (
+        (1, src_form.fp32),
+        (2, dst_form.fp32),
+        (3, src_form.packed),
+        (4, dst_form.packed),
+    )
+    pipe = fp16.pipeline("convert_storage", spec, 2, 16, local_size(ctx.caps))
     return flat_dispatches(
         pipe,
         [
@@ -42,8 +71,8 @@ def record_convert(
             Binding(dst.buffer, dst.offset, dst.nbytes, write=True),
         ],
         n,
-        lambda base: pack_u32(n, base),
+        lambda base: pack_u32(n, base, c, hw),
         ctx.caps,
         op_index,
-        f"{LABEL} {direction} {what}",
+        f"{LABEL} {src_form}->{dst_form} {what}",
     )

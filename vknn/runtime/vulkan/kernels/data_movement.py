@@ -4,12 +4,13 @@
 copy shader, shaders/copy.comp), `vx.gather` (gather.comp) and `vx.pad`
 (pad.comp).
 
-Every tensor stays logical NCHW, row-major, in every layout the IR names:
-the executor does not introduce NC4HW4 storage, so `vx.convert_layout` is an
-alias like a reshape (the `vx.layout` attribute is a compiler fact the
-runtime may use later). Elements move as raw storage words (movement.glsl),
-bit-exact for every device dtype; the shader variant follows the tensor's
-storage width (`dtypes.elem_variant`).
+These kernels address row-major tensors. `vx.reshape` and
+`vx.convert_layout` alias their input while it is flat; of an NC4HW4 tensor
+(`vulkan/layouts.py`) the executor records an unpacking conversion instead.
+`vx.concat` of whole channel blocks also runs on packed parts
+(`concat_nc4hw4`); every other op here gets flat operands. Elements move
+as raw storage words (movement.glsl), bit-exact for every device dtype; the
+shader variant follows the tensor's storage width (`dtypes.elem_variant`).
 
 Each strided copy is described on the host as (dims, src strides, dst
 strides) and collapsed (`collapse_copy`): size-1 dims dropped, neighbours
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
+from dataclasses import replace
 
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.vulkan.caps import DeviceCaps
@@ -37,6 +39,7 @@ from vknn.runtime.vulkan.kernels import (
     local_size,
     register,
 )
+from vknn.runtime.vulkan.layouts import Nc4hw4Io, block_shape, packable
 from vknn.runtime.vulkan.pipeline import ComputePipeline, PipelineKey
 
 COPY_RANK = 8
@@ -317,9 +320,13 @@ def gate_concat(
 def record_concat(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
+    offs = concat_offsets(step, [x.shape for x in ins])
+    if outs[0].packed:
+        # Channel blocks of 4 (concat_nc4hw4): the same concat on [N, C/4, H, W*4].
+        ins = [replace(x, shape=block_shape(x.shape)) for x in ins]
+        outs = [replace(outs[0], shape=block_shape(outs[0].shape))]
     out = outs[0]
     axis = int(step.attrs["axis"])
-    offs = concat_offsets(step, [x.shape for x in ins])
     esize = out.ref.nbytes // max(1, out.size)
     ops: list[Dispatch] = []
     for x, off in zip(ins, offs, strict=True):
@@ -328,6 +335,18 @@ def record_concat(
         dims, ss, ds = _concat_part(out.shape, x.shape, axis)
         ops += copy_dispatches(step, ctx, x, out, dims, ss, ds, dbase=off)
     return ops
+
+
+def concat_nc4hw4(step: Step, in_specs: list[TensorSpec]) -> Nc4hw4Io | None:
+    """Packed channel concat of whole channel blocks: every part's channel
+    count a multiple of 4 (then packed parts are contiguous runs, and a
+    batch-1 concat still places its inputs)."""
+    out = step.out_specs[0]
+    if int(step.attrs["axis"]) not in (1, -3) or not packable(out):
+        return None
+    if any(not packable(s) or s.shape[1] % 4 for s in in_specs):
+        return None
+    return frozenset(range(len(in_specs))), frozenset({0})
 
 
 # -- vx.gather --------------------------------------------------------------
@@ -444,6 +463,6 @@ register(KernelSpec("vx.convert_layout", gate_alias, record_alias, aliases=True)
 register(KernelSpec("vx.transpose", gate_transpose, record_transpose))
 register(KernelSpec("vx.slice", gate_slice, record_slice))
 register(KernelSpec("vx.expand", gate_expand, record_expand))
-register(KernelSpec("vx.concat", gate_concat, record_concat))
+register(KernelSpec("vx.concat", gate_concat, record_concat, nc4hw4=concat_nc4hw4))
 register(KernelSpec("vx.gather", gate_gather, record_gather))
 register(KernelSpec("vx.pad", gate_pad, record_pad))

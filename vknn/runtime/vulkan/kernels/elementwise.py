@@ -32,6 +32,7 @@ from vknn.runtime.vulkan.kernels import (
     register,
 )
 from vknn.runtime.vulkan.kernels import cast_select as intops
+from vknn.runtime.vulkan.layouts import as_padded, elementwise_nc4hw4
 from vknn.runtime.vulkan.shaders import shader_enum
 
 MAX_RANK = 6
@@ -131,6 +132,7 @@ def record_unary(
 ) -> list[Dispatch]:
     if intops.takes_intop(step, [_spec(t) for t in ins]):
         return intops.record_intop(step, ctx, ins, outs)
+    ins, outs = as_padded(ins), as_padded(outs)
     x, y = ins[0], outs[0]
     ls = local_size(ctx.caps)
     pipe = ctx.pipeline("unary", ((1, unary_kinds()[step.attrs["kind"]]),), 2, _UNARY_PUSH.size, ls)
@@ -227,6 +229,7 @@ def record_binary(
 ) -> list[Dispatch]:
     if intops.takes_intop(step, [_spec(t) for t in ins]):
         return intops.record_intop(step, ctx, ins, outs)
+    ins, outs = as_padded(ins), as_padded(outs)
     a, b, c = ins[0], ins[1], outs[0]
     dims, sa, sb = collapse_broadcast(c.shape, a.shape, b.shape)
     if len(dims) > MAX_RANK:
@@ -250,5 +253,5 @@ def record_binary(
     )
 
 
-register(KernelSpec("vx.unary", gate_unary, record_unary))
-register(KernelSpec("vx.binary", gate_binary, record_binary))
+register(KernelSpec("vx.unary", gate_unary, record_unary, nc4hw4=elementwise_nc4hw4))
+register(KernelSpec("vx.binary", gate_binary, record_binary, nc4hw4=elementwise_nc4hw4))

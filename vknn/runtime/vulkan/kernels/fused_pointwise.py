@@ -29,6 +29,7 @@ from vknn.runtime.vulkan.kernels import (
     local_size,
     register,
 )
+from vknn.runtime.vulkan.layouts import as_padded, elementwise_nc4hw4
 from vknn.runtime.vulkan.shaders import register_variant
 
 MAX_BINDINGS = 8
@@ -59,8 +60,12 @@ def gate_fused_pointwise(
 def record_fused_pointwise(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
+    ins, outs = as_padded(ins), as_padded(outs)
     specs = [TensorSpec(f"in{i}", x.shape, x.dtype) for i, x in enumerate(ins)]
-    code = pointwise_codegen.generate(step.region, specs, step.out_specs, primary=None)
+    out_specs = [
+        TensorSpec(o.name, y.shape, o.dtype) for o, y in zip(step.out_specs, outs, strict=True)
+    ]
+    code = pointwise_codegen.generate(step.region, specs, out_specs, primary=None)
     shader = register_variant(
         "fused_pointwise", code.defines, {pointwise_codegen.PW_BODY: code.source}
     )
@@ -78,4 +83,11 @@ def record_fused_pointwise(
     )
 
 
-register(KernelSpec("vx.fused_pointwise", gate_fused_pointwise, record_fused_pointwise))
+register(
+    KernelSpec(
+        "vx.fused_pointwise",
+        gate_fused_pointwise,
+        record_fused_pointwise,
+        nc4hw4=elementwise_nc4hw4,
+    )
+)

@@ -29,6 +29,7 @@ from vknn.runtime.vulkan.kernels import (
     register,
 )
 from vknn.runtime.vulkan.kernels.conv import _float_specs, _tensor_limits
+from vknn.runtime.vulkan.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
 from vknn.runtime.vulkan.shaders import shader_enum
 
 _POOL_PUSH = struct.Struct("<17If")
@@ -92,7 +93,10 @@ def record_pool(
         lanes = _lanes(hw, wg)
         shader, epi = epilogues.variant("pool_global", step, product, extra, 2)
         binds += epi
-        pipe = ctx.pipeline(shader, ((1, kind), (2, lanes)), len(binds), _GLOBAL_PUSH.size, wg)
+        spec: tuple[tuple[int, int | bool], ...] = ((1, kind), (2, lanes))
+        if x.packed:
+            spec += ((3, True),)
+        pipe = ctx.pipeline(shader, spec, len(binds), _GLOBAL_PUSH.size, wg)
         planes = x.shape[0] * c
         per_group = wg // lanes
         groups = -(-planes // per_group)
@@ -117,10 +121,13 @@ def record_pool(
     pt, pl = hw2(pads[:rank], 0)
     pb, pr = hw2(pads[rank:], 0)
     spec = ((1, kind), (2, bool(a["count_include_pad"])))
+    if y.packed:
+        spec += ((3, True),)
     shader, epi = epilogues.variant("pool", step, product, extra, 2)
     binds += epi
     pipe = ctx.pipeline(shader, spec, len(binds), _POOL_PUSH.size, local_size(ctx.caps))
-    n = y.size
+    # Packed: one invocation per element of y's storage (padded lanes exit).
+    n = packed_numel(y.shape) if y.packed else y.size
     tail = (c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr)
     return flat_dispatches(
         pipe, binds, n, lambda base: _POOL_PUSH.pack(n, base, *tail, lp), ctx.caps,
@@ -153,6 +160,20 @@ def record_lrn(
     )  # fmt: skip
 
 
-register(KernelSpec("vx.pool", gate_pool, record_pool))
+def pool_nc4hw4(step: Step, in_specs: list[TensorSpec]) -> Nc4hw4Io | None:
+    """2-D pools read x packed; windowed ones write y packed (epilogue
+    inputs of y's shape packed too), global ones write y row-major [N, C, 1, 1]."""
+    x, y = in_specs[0], step.out_specs[0]
+    if not packable(x) or not packable(y):
+        return None
+    if _is_global(step, tuple(x.shape), tuple(y.shape)):
+        return frozenset({0}), frozenset()  # an epilogue reads y's row-major index
+    extra = same_shape_positions(y, in_specs, range(1, len(in_specs)))
+    if extra is None:
+        return None
+    return frozenset({0}) | extra, frozenset({0})
+
+
+register(KernelSpec("vx.pool", gate_pool, record_pool, nc4hw4=pool_nc4hw4))
 register(KernelSpec("vx.lrn", gate_lrn, record_lrn))
 epilogues.register_host("vx.pool")
