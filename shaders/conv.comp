@@ -27,8 +27,10 @@
 // NC4HW4 (PACKED, `vulkan/layouts.py`): x and y are [N, C/4, H, W, 4] (the
 // split-K partials too, over the padded channels). Threads are then grouped
 // in quads of 4 consecutive output channels of one pixel (ty fastest), so a
-// warp's stores are contiguous runs of whole channel blocks; a 1x1 conv's
-// B-tile gather likewise loads 4 channels of one pixel per quad.
+// warp's stores are contiguous runs of whole channel blocks. The weight is
+// OHWI ([M, KH, KW, Cg], the executor uploads that copy), so K runs over
+// channels fastest (k = tap * Cg + ci) and the B-tile gather likewise loads
+// 4 channels of one pixel per quad: contiguous in NC4HW4.
 //
 // Specialization constants: 0 = workgroup size (TX*TY), 1 = TX, 2 = TY
 // (TX, TY in {8, 16}), 3 = POINTWISE, 4 = HAS_BIAS, 5 = PACKED.
@@ -68,7 +70,7 @@ layout(push_constant) uniform Params {
     uint PH, PW;       // begin pads (end pads only bound the output size)
     uint kchunk;       // K per split slice (a multiple of BK; K when unsplit)
     uint splits;       // K slices (1 when unsplit)
-    uint magic_khw;    // ceil(2^32 / (KH*KW)), 0: divide
+    uint magic_khw;    // ceil(2^32 / (KH*KW)) (PACKED: / Cg), 0: divide
     uint magic_kw;     // ceil(2^32 / KW), 0: divide
 } p;
 
@@ -117,9 +119,9 @@ void main() {
 
     // B-tile loads: T is a multiple of BN, so each thread always loads the
     // same pixel column; its window origin is computed once.
-    // Quads (packed 1x1, a whole multiple of 4 rows per pass): each thread
+    // Quads (packed, a whole multiple of 4 rows per pass): each thread
     // keeps one pixel column and rows b_row0 + i * (T / BN) as before.
-    const bool QUADS = PACKED && POINTWISE && (T % (4u * BN) == 0u);
+    const bool QUADS = PACKED && (T % (4u * BN) == 0u);
     uint b_col = QUADS ? (lid >> 2) % BN : lid % BN;
     uint b_row0 = QUADS ? (lid / (4u * BN)) * 4u + (lid & 3u) : lid / BN;
     uint pix = p0 + b_col;
@@ -160,8 +162,14 @@ void main() {
                         v = LOAD(x_data, PACKED ? packed_at(n, g * p.Cg + k, pix, p.C, HW)  \
                                                 : x_base + k * HW + pix);                   \
                     } else {                                                            \
-                        uint ci = div_magic(k, KHW, p.magic_khw);                       \
-                        uint rem = k - ci * KHW;                                        \
+                        uint ci, rem;                                                   \
+                        if (PACKED) {  /* OHWI: k = tap * Cg + ci */                    \
+                            rem = div_magic(k, p.Cg, p.magic_khw);                      \
+                            ci = k - rem * p.Cg;                                        \
+                        } else {                                                        \
+                            ci = div_magic(k, KHW, p.magic_khw);                        \
+                            rem = k - ci * KHW;                                         \
+                        }                                                               \
                         uint ky = div_magic(rem, p.KW, p.magic_kw);                     \
                         uint kx = rem - ky * p.KW;                                      \
                         int iy = iy0 + int(ky * p.DH);                                  \

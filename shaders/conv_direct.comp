@@ -8,7 +8,8 @@
 // NC4HW4 (PACKED, `vulkan/layouts.py`): x and y are [N, C/4, H, W, 4] and
 // the invocations run in y's packed order (the 4 channels of a pixel are
 // neighbours, so each tap's loads of a warp are one contiguous run); the
-// padded lanes of the last channel block exit at once.
+// padded lanes of the last channel block exit at once. The weight is then
+// OHWI ([M, KH, KW, Cg]), as the executor uploads it for packed convs.
 //
 // Specialization constants: 0 = workgroup size, 1 = HAS_BIAS, 2 = PACKED.
 // Push constants: see Params (as conv.comp, plus total/base for split
@@ -82,7 +83,8 @@ void main() {
                 for (uint ci = 0u; ci < p.Cg; ++ci) {
                     uint c = c0 + ci;
                     uint xo = (((n * c4 + (c >> 2)) * HW + sp) << 2) + (c & 3u);
-                    acc = fma(LOAD(x_data, xo), LOAD(w_data, wo + ci * KHW), acc);
+                    uint wi = w_base + (ky * p.KW + kx) * p.Cg + ci;
+                    acc = fma(LOAD(x_data, xo), LOAD(w_data, wi), acc);
                 }
             } else {
                 uint xo = x_base + sp;

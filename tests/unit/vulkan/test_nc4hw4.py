@@ -193,6 +193,9 @@ def test_cnn_graph_packed_vs_flat(session_device, precision: str) -> None:  # ty
     assert ex.stats.packed >= 8
     packed_ops = {st.op for i, st in enumerate(ex.steps) if ex.layouts.step_packed(i)}
     assert {"vx.conv", "vx.pool", "vx.concat"} <= packed_ops
+    # Packed k x k convs (not depthwise) read their weights as OHWI copies.
+    assert set(ex.layouts.const_forms.values()) == {"ohwi"}
+    assert len(ex.layouts.const_forms) >= 2
     # Segment outputs are flat; the outputs of the broadcast add step flat.
     assert all(ex.layout_of(s) == "flat" for s in ex.outputs)
 

@@ -63,7 +63,13 @@ from vknn.runtime.vulkan.kernels import KERNELS, RecordContext, TensorArg, gate
 from vknn.runtime.vulkan.kernels.conv import OpPhase
 from vknn.runtime.vulkan.kernels.convert_storage import Form, record_convert
 from vknn.runtime.vulkan.kernels.data_movement import concat_in_place
-from vknn.runtime.vulkan.layouts import DEVICE_LAYOUTS, PACKED, packed_numel, plan_layouts
+from vknn.runtime.vulkan.layouts import (
+    CONST_TRANSFORMS,
+    DEVICE_LAYOUTS,
+    PACKED,
+    packed_numel,
+    plan_layouts,
+)
 from vknn.runtime.vulkan.memory import (
     STORAGE,
     TRANSFER_DST,
@@ -273,25 +279,32 @@ class VulkanExecutor:
         # Constants: their own buffer, written once.
         if constants:
             # Mixed storage: a constant read by steps of both variants has a
-            # copy in each float storage (`_const_copies`: the extra ones).
-            copies = [
-                (slot, st)
-                for slot in constants
-                for st in [self._float_of(slot), *self._const_copies.get(slot, ())]
-            ]
+            # copy in each float storage (`_const_copies`: the extra ones); a
+            # packed step may read a transformed copy (`_const_in`, e.g. conv
+            # weights as OHWI), and a constant read only so has no plain copy.
+            copies: dict[tuple[int, np.dtype, str], None] = {}
+            for slot in constants:
+                if slot not in self._transformed_only:
+                    copies[slot, self._float_of(slot), ""] = None
+                for st in self._const_copies.get(slot, ()):
+                    copies[slot, st, ""] = None
+            for reads in self._const_in:
+                for s, st, tf in reads:
+                    copies[self._root(s)[0], st, tf] = None
             coff, total = {}, 0
-            for slot, st in copies:
-                coff[slot, st] = total
-                total = align_up(total + self._nbytes(slot, st), align)
+            for key in copies:
+                coff[key] = total
+                total = align_up(total + self._nbytes(key[0], key[1]), align)
             cbuf = self._buffer(total, STORAGE | TRANSFER_SRC | TRANSFER_DST, not self.staging)
             src = cbuf if not self.staging else Buffer(device, total, TRANSFER_SRC, True)
-            self._const_refs: dict[tuple[int, np.dtype], TensorRef] = {}
-            for slot, st in copies:
+            self._const_refs: dict[tuple[int, np.dtype, str], TensorRef] = {}
+            for key in copies:
+                slot, st, tf = key
                 spec = specs[slot]
-                data = self._device_constant(constants[slot], spec, st, prepacked)
-                src.write(coff[slot, st], data)
-                ref = TensorRef(cbuf, coff[slot, st], self._nbytes(slot, st))
-                self._const_refs[slot, st] = ref
+                data = self._device_constant(constants[slot], spec, st, prepacked, tf)
+                src.write(coff[key], data)
+                ref = TensorRef(cbuf, coff[key], self._nbytes(slot, st))
+                self._const_refs[key] = ref
                 refs.setdefault(slot, ref)
             if self.staging:
                 run_once(device, [Copy(src, 0, cbuf, 0, total)])
@@ -377,11 +390,11 @@ class VulkanExecutor:
                 )
             for s, key in self._reuse[i]:
                 view[s] = self._scratch[key]
-            for s, st in self._const_in[i]:
+            for s, st, tf in self._const_in[i]:
                 r, off = self._root(s)
                 view[s] = TensorRef(
-                    self._const_refs[r, st].buffer,
-                    self._const_refs[r, st].offset + off,
+                    self._const_refs[r, st, tf].buffer,
+                    self._const_refs[r, st, tf].offset + off,
                     self._nbytes(s, st),
                 )
             for s, key, _ in self._post[i]:
@@ -428,10 +441,17 @@ class VulkanExecutor:
 
     @staticmethod
     def _device_constant(
-        arr: np.ndarray, spec: TensorSpec, st: np.dtype, prepacked: PrepackStore | None
+        arr: np.ndarray,
+        spec: TensorSpec,
+        st: np.dtype,
+        prepacked: PrepackStore | None,
+        transform: str = "",
     ) -> np.ndarray | bytes:
-        """`arr` in device storage `st`, from/into the prepacked store when it
-        needs converting (fp32 weights stored as fp16)."""
+        """`arr` (through `layouts.CONST_TRANSFORMS[transform]` if named) in
+        device storage `st`, from/into the prepacked store when it needs
+        converting (fp32 weights stored as fp16)."""
+        if transform:
+            arr = CONST_TRANSFORMS[transform](arr)
         key = prepack_key(spec, arr, st)
         if prepacked is not None:
             cached = prepacked.get(key)
@@ -519,26 +539,35 @@ class VulkanExecutor:
         self._pre: list[list[tuple[int, tuple[str, int, int], Form]]] = [[] for _ in range(n)]
         self._reuse: list[list[tuple[int, tuple[str, int, int]]]] = [[] for _ in range(n)]
         self._post: list[list[tuple[int, tuple[str, int, int], Form]]] = [[] for _ in range(n)]
-        self._const_in: list[list[tuple[int, np.dtype]]] = [[] for _ in range(n)]
+        self._const_in: list[list[tuple[int, np.dtype, str]]] = [[] for _ in range(n)]
         out: list[tuple[tuple[str, int, int], int, int, int]] = []
+        # Constants read plainly somewhere (or returned) vs only transformed.
+        plain: set[int] = {self._root(s)[0] for s in self.outputs}
+        transformed: set[int] = set()
         # (slot, form) -> index in `out` of its converted copy (slots are
         # written once, so one conversion serves every later reader).
         converted: dict[tuple[int, Form], int] = {}
         for i, step in enumerate(self.steps):
+            present = [x for x in step.inputs if x != NO_VALUE]
             if KERNELS[step.op].aliases:
+                plain.update(self._root(s)[0] for s in present)
                 continue
             width = self._variant_float(i)
-            present = [x for x in step.inputs if x != NO_VALUE]
             seen: set[int] = set()
             for pos, s in enumerate(present):
+                root = self._root(s)[0]
+                tf = self.layouts.const_forms.get((i, pos), "")
+                if root in constants:
+                    (transformed if tf else plain).add(root)
                 if s in seen or not is_float(self.specs[s].dtype):
                     continue
                 seen.add(s)
                 want = Form(width == FP32, self.layouts.wants_packed(i, pos))
-                if self._form(s) == want:
+                if root in constants:
+                    if self._form(s) != Form(width == FP32) or tf:
+                        self._const_in[i].append((s, width, tf))
                     continue
-                if self._root(s)[0] in constants:
-                    self._const_in[i].append((s, width))
+                if self._form(s) == want:
                     continue
                 k = converted.get((s, want))
                 if k is not None:
@@ -560,6 +589,7 @@ class VulkanExecutor:
                 self._post[i].append((s, key, have))
                 converted[s, have] = len(out)  # later readers of this form use it
                 out.append((key, self._nbytes(s, width, have.packed), 3 * i + 1, 3 * i + 2))
+        self._transformed_only = transformed - plain
         return out
 
     def _convert(

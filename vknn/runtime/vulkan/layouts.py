@@ -13,8 +13,11 @@ input specs giving the input/output positions it reads/writes packed) and
 `plan_layouts` derives the storage from it:
 
 - a step runs packed iff its label is nc4hw4, its kernel accepts the step,
-  and none of the inputs it would read packed is a constant (weights stay in
-  their model layout);
+  none of the inputs it would read packed is a constant, and every constant
+  its kernel wants transformed (`KernelSpec.packed_constants`: a packed conv
+  reads its weight as OHWI, so the K axis of its GEMM runs over channels,
+  contiguous in NC4HW4) is a plain constant of the segment; the executor
+  uploads that transformed copy (`const_forms`);
 - a slot is stored packed iff its producer runs packed and writes it packed,
   and it is not an output of the segment (the host reads NCHW);
 - segment inputs and constants are stored flat (the host writes NCHW).
@@ -96,12 +99,24 @@ Nc4hw4Io = tuple[frozenset[int], frozenset[int]]
 count the step's present inputs (absent optional operands dropped)."""
 
 
+def _ohwi(w: np.ndarray) -> np.ndarray:
+    """A conv weight [M, Cg, KH, KW] as [M, KH, KW, Cg]."""
+    return np.ascontiguousarray(np.asarray(w).transpose(0, 2, 3, 1))
+
+
+CONST_TRANSFORMS = {"ohwi": _ohwi}
+"""Named host transforms of constants a packed kernel reads (`const_forms`)."""
+
+
 @dataclass
 class LayoutPlan:
     packed_steps: list[Nc4hw4Io | None]
     """Per step: its packed positions when it runs packed, else None."""
     packed_slots: set[int] = field(default_factory=set)
     """Slots stored packed."""
+    const_forms: dict[tuple[int, int], str] = field(default_factory=dict)
+    """(step, input position) -> the `CONST_TRANSFORMS` name of the constant
+    copy that packed step reads there."""
 
     def step_packed(self, i: int) -> bool:
         return self.packed_steps[i] is not None
@@ -146,7 +161,11 @@ def plan_layouts(
             continue
         if any(not packable(st.out_specs[p]) for p in outs_p):
             continue
+        forms = kernel.packed_constants(st, in_specs) if kernel.packed_constants else {}
+        if any(present[p] not in constants for p in forms):
+            continue  # e.g. a weight computed at run time: no host copy to transform
         plan.packed_steps[i] = io
+        plan.const_forms.update({(i, p): name for p, name in forms.items()})
         for p in outs_p:
             if st.outputs[p] not in outs:
                 plan.packed_slots.add(st.outputs[p])

@@ -141,6 +141,9 @@ class KernelSpec:
     """(step, input specs) -> the (input positions, output positions) the
     recorder reads / writes NC4HW4 when the step runs packed, or None when it
     cannot run this step packed (`vulkan/layouts.py`)."""
+    packed_constants: Callable[[Step, list[TensorSpec]], dict[int, str]] | None = None
+    """(step, input specs) -> {input position: `layouts.CONST_TRANSFORMS`
+    name}: constants the recorder reads transformed when the step runs packed."""
 
 
 KERNELS: dict[str, KernelSpec] = {}

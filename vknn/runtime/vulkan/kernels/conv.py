@@ -471,7 +471,9 @@ def _record_gemm(
     push = _GEMM_PUSH.pack(
         g["C"], g["H"], g["W"], g["M"], g["OH"], g["OW"], g["Cg"], g["Mg"], k,
         g["KH"], g["KW"], g["G"], g["SH"], g["SW"], g["DH"], g["DW"], g["PH"], g["PW"],
-        kchunk, splits, _magic(g["KH"] * g["KW"], k), _magic(g["KW"], g["KH"] * g["KW"]),
+        # Packed (OHWI weights): k = tap * Cg + ci, so the outer divisor is Cg.
+        kchunk, splits, _magic(g["Cg"] if y.packed else g["KH"] * g["KW"], k),
+        _magic(g["KW"], g["KH"] * g["KW"]),
     )  # fmt: skip
     label = f"{step.node} (Conv gemm)"
     if splits == 1:
@@ -608,7 +610,26 @@ def conv_nc4hw4(step: Step, in_specs: list[TensorSpec]) -> Nc4hw4Io | None:
     return frozenset({0}) | extra, frozenset({0})
 
 
-register(KernelSpec("vx.conv", gate_conv, record_conv, tuning=_tune_conv, nc4hw4=conv_nc4hw4))
+def conv_packed_constants(step: Step, in_specs: list[TensorSpec]) -> dict[int, str]:
+    """A packed conv reads its weight as [M, KH, KW, Cg] (OHWI): the GEMM's K
+    runs over channels fastest, the order NC4HW4 stores them in (a no-op,
+    so no copy, for 1x1 and depthwise weights)."""
+    w = in_specs[1].shape
+    if len(w) != 4 or w[1] == 1 or w[2] * w[3] == 1:
+        return {}
+    return {1: "ohwi"}
+
+
+register(
+    KernelSpec(
+        "vx.conv",
+        gate_conv,
+        record_conv,
+        tuning=_tune_conv,
+        nc4hw4=conv_nc4hw4,
+        packed_constants=conv_packed_constants,
+    )
+)
 register(KernelSpec("vx.conv_transpose", gate_conv_transpose, record_conv_transpose))
 register(KernelSpec("vx.batchnorm", gate_batchnorm, record_batchnorm))
 epilogues.register_host("vx.conv")
