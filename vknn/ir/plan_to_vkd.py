@@ -24,10 +24,14 @@ step's op (`shader "vx.conv"`), its precision variant, its bindings (inputs
 read, outputs written) and its merged epilogue; push constants, spec
 constants, group counts and the actual shader are left empty (`push 0`,
 `groups [1, 1, 1]`) because the kernel recorders choose them when the
-executor is built on the device. Not modelled: the executor's in-place
-concat placement (the arena can be larger than the executor's), staging
-copies, `precision="normal"`'s fp32-kept tensors (printed as fp16 storage,
-like `low`); 8/16-bit integer and bool tensors, stored on the device as
+executor is built on the device. Tensors the executor stores NC4HW4
+(`layouts.plan_layouts`, `Config.device_layout`) print as `nc4hw4` with
+their padded sizes, and a reshape of one as a dispatch (it unpacks). Not
+modelled: the executor's view folding and the storage conversions it
+records around flat kernels reading packed tensors, its in-place concat
+placement (the arena can be larger than the executor's), staging copies,
+`precision="normal"`'s fp32-kept tensors (printed as fp16 storage, like
+`low`); 8/16-bit integer and bool tensors, stored on the device as
 int32 words, print with their logical type as storage (the dialect has no
 such widening; the allocs' sizes are the real word sizes). The runtime never
 reads this module.
@@ -129,7 +133,7 @@ class _Types:
     def tensor(self, spec: TensorSpec) -> TensorType:
         return TensorType(_elem(spec.dtype), spec.shape)
 
-    def device(self, spec: TensorSpec) -> TensorBufferType:
+    def device(self, spec: TensorSpec, packed: bool = False) -> TensorBufferType:
         elem = _elem(spec.dtype)
         if spec.dtype in self._floats:
             storage = _elem("float16" if self.fp16 else "float32")
@@ -137,11 +141,14 @@ class _Types:
             storage = _elem("int32")
         else:
             storage = elem  # int32 words; see the module docstring
-        return TensorBufferType(spec.shape, elem, Layout.FLAT, storage)
+        layout = Layout.NC4HW4 if packed else Layout.FLAT
+        return TensorBufferType(spec.shape, elem, layout, storage)
 
-    def device_bytes(self, spec: TensorSpec) -> int:
+    def device_bytes(self, spec: TensorSpec, packed: bool = False) -> int:
+        from vknn.runtime.vulkan.layouts import packed_numel
+
         word = 2 if self.fp16 and spec.dtype in self._floats else 4
-        return word * max(1, _numel(spec.shape))
+        return word * max(1, packed_numel(spec.shape) if packed else _numel(spec.shape))
 
 
 # -- kernels -----------------------------------------------------------------
@@ -243,8 +250,11 @@ class _Bucket:
         kernels: _Kernels,
         weight_name: WeightName,
         caps: Any,
+        device_layout: str = "nc4hw4",
     ) -> None:
         self.plan, self.segments, self.origin = plan, segments, origin
+        self.device_layout = device_layout
+        self.packed: set[int] = set()
         self.types, self.kernels, self.weight_name = types, kernels, weight_name
         self.caps = caps
         self.specs = slot_specs(plan)
@@ -322,10 +332,12 @@ class _Bucket:
         from vknn.runtime.vulkan.memory import plan_arena
 
         constants = self.plan.constants
+        self.packed = self._packed_slots(seg)
+        packed = self.packed
         parent: dict[int, int] = {}
         for step in seg.steps:
             spec = KERNELS.get(step.op)
-            if spec is not None and spec.aliases:
+            if spec is not None and spec.aliases and step.inputs[0] not in packed:
                 parent[step.outputs[0]] = step.inputs[0]
 
         def root(s: int) -> int:
@@ -354,7 +366,8 @@ class _Bucket:
             rlast[r] = max(rlast.get(r, f), last.get(s, f))
         align = max(16, int(getattr(self.caps, "min_storage_buffer_offset_alignment", 16)))
         tensors = [
-            (r, self.types.device_bytes(self.specs[r]), f, rlast[r]) for r, f in rfirst.items()
+            (r, self.types.device_bytes(self.specs[r], r in packed), f, rlast[r])
+            for r, f in rfirst.items()
         ]
         offsets, size = plan_arena(tensors, align)
         arena = ArenaOp(Memory.DEVICE, size, align)
@@ -367,12 +380,29 @@ class _Bucket:
             if r in constants:
                 values[s] = self._weight(r, spec)
                 continue
-            nbytes = self.types.device_bytes(spec)
-            alloc = AllocOp(arena.result, offsets[r], self.types.device(spec), nbytes)
+            nbytes = self.types.device_bytes(spec, s in packed)
+            alloc = AllocOp(arena.result, offsets[r], self.types.device(spec, s in packed), nbytes)
             self.head.append(alloc)
             values[s] = alloc.result
             ranges[s] = (offsets[r], offsets[r] + nbytes)
         return values, ranges
+
+    def _packed_slots(self, seg: Segment) -> set[int]:
+        """The segment's NC4HW4 tensors, as the executor plans them
+        (`layouts.plan_layouts` on the steps, before its view folding)."""
+        from vknn.runtime.vulkan.layouts import PACKED, plan_layouts
+
+        if self.caps is None:
+            return set()
+        lp = plan_layouts(
+            seg.steps,
+            self.specs,
+            set(self.plan.constants),
+            seg.outputs,
+            self.device_layout == PACKED,
+            self.caps.max_storage_buffer_range,
+        )
+        return lp.packed_slots
 
     # -- segments ----------------------------------------------------------
 
@@ -392,7 +422,7 @@ class _Bucket:
 
         for step in seg.steps:
             spec = KERNELS.get(step.op)
-            if spec is not None and spec.aliases:
+            if spec is not None and spec.aliases and step.inputs[0] not in self.packed:
                 continue  # same bytes as its input: nothing recorded
             ins = [s for s in step.inputs if s != NO_VALUE]
             values = [dev[s] if s in dev else self._weight(s, self.specs[s]) for s in ins]
@@ -490,7 +520,9 @@ def plans_to_vkd(
             if len(ops) == len(plan.steps):
                 origin = {id(s): op for s, op in zip(plan.steps, ops, strict=True)}
         p, segments, moved = _partitioned(plan, config, caps, no_vulkan, origin)
-        lowering = _Bucket(p, segments, moved, types, kernels, weight_name, caps)
+        lowering = _Bucket(
+            p, segments, moved, types, kernels, weight_name, caps, config.device_layout
+        )
         plan_ops.append(lowering.lower(f"b{i}"))
     attrs: dict[str, Attribute] = {
         "vkd.granularity": StringAttr(GRANULARITY),

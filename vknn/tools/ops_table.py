@@ -16,6 +16,29 @@ from pathlib import Path
 import onnx.defs
 
 
+def _vulkan_storage(name: str) -> str:
+    """How the Vulkan kernel of vx op `name` addresses its tensors."""
+    from vknn.runtime.vulkan.kernels import KERNELS
+
+    spec = KERNELS.get(name)
+    if spec is None:
+        return ""
+    notes = []
+    if spec.aliases:
+        notes.append("alias of a flat input; unpacks an NC4HW4 one")
+    elif spec.nc4hw4 is not None:
+        notes.append("NC4HW4 or flat")
+    else:
+        notes.append("flat (NC4HW4 operands converted)")
+    if spec.packed_constants is not None:
+        notes.append("OHWI weights when packed")
+    if spec.chunked:
+        notes.append("split past maxStorageBufferRange")
+    if name == "vx.gemm":
+        notes.append("constant weight split past maxStorageBufferRange (split_large.py)")
+    return "; ".join(notes)
+
+
 def _vulkan_kernels() -> dict[str, str]:
     """vx op name -> fp16 note, for ops the Vulkan backend has kernels for."""
     from vknn.runtime.vulkan.kernels import KERNELS
@@ -38,8 +61,9 @@ def render() -> str:
         "",
         "## `vx` ops (what the backends execute)",
         "",
-        "| op | layout class | pointwise | hosts epilogue | CPU | Vulkan | Vulkan precisions |",
-        "|---|---|---|---|---|---|---|",
+        "| op | layout class | pointwise | hosts epilogue | CPU | Vulkan | Vulkan precisions "
+        "| Vulkan storage |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for op in vx.GRAPH_OPS:
         name = op.name
@@ -47,7 +71,8 @@ def render() -> str:
         on_vk = "yes" if name in vk or name == "vx.constant" else "no (CPU fallback)"
         lines.append(
             f"| `{name}` | {op.LAYOUT_CLASS} | {'yes' if op.POINTWISE else ''} | "
-            f"{'yes' if op.HOSTS_EPILOGUE else ''} | {cpu} | {on_vk} | {vk.get(name, '')} |"
+            f"{'yes' if op.HOSTS_EPILOGUE else ''} | {cpu} | {on_vk} | {vk.get(name, '')} | "
+            f"{_vulkan_storage(name)} |"
         )
     lines += [
         "",

@@ -111,10 +111,14 @@ def test_plan_layouts() -> None:
     ]
     specs = {0: x, 1: w, **{s.outputs[0]: s.out_specs[0] for s in steps}}
     lp = plan_layouts(steps, specs, constants={1}, outputs=[6])
-    assert [lp.step_packed(i) for i in range(5)] == [True, True, False, False, True]
+    # The last relu reads a flat tensor: layout-agnostic kernels follow.
+    assert [lp.step_packed(i) for i in range(5)] == [True, True, False, False, False]
     # Slots 2, 3 packed; 4 flat (its step reads a constant); 6 is an output.
     assert lp.packed_slots == {2, 3}
     assert plan_layouts(steps, specs, {1}, [6], enabled=False).packed_slots == set()
+    # Packed tensors must fit one binding (channels padded to 4).
+    tight = plan_layouts(steps, specs, {1}, [6], max_bytes=4 * 8 * 36 - 4)
+    assert tight.packed_slots == set()
 
 
 # -- on the device ------------------------------------------------------------------
@@ -242,3 +246,25 @@ def test_disable_packing_keeps_everything_flat(session_device) -> None:  # type:
     assert ex.stats.packed == 0 and ex.conversion_list() == []
     with pytest.raises(vknn.errors.InvalidArgument, match="device_layout"):
         vknn.Config(device_layout="nhwc")
+
+
+def test_rank4_elementwise_between_flat_tensors_stays_flat(session_device) -> None:  # type: ignore[no-untyped-def]
+    """Attention-style scores + mask -> softmax: rank 4 (labelled nc4hw4) but
+    nothing around it is packed, so no conversion is spent on it."""
+    nodes = [
+        oh.make_node("Add", ["s", "m"], ["a"]),
+        oh.make_node("Softmax", ["a"], ["y"], axis=-1),
+    ]
+    g = oh.make_graph(
+        nodes,
+        "g",
+        [
+            oh.make_tensor_value_info("s", F, [1, 4, 16, 16]),
+            oh.make_tensor_value_info("m", F, [1, 4, 16, 16]),
+        ],
+        [oh.make_tensor_value_info("y", F, None)],
+    )
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    feeds = {k: RNG.standard_normal((1, 4, 16, 16)).astype(np.float32) for k in ("s", "m")}
+    (ex,) = _run_both(model, feeds)
+    assert ex.stats.packed == 0 and ex.conversion_list() == []

@@ -221,7 +221,14 @@ class VulkanExecutor:
                 raise InvalidArgument(f"output slot {slot} is produced by no step")
         self.specs = specs
         # NC4HW4: which steps run packed, which slots are stored so (layouts.py).
-        self.layouts = plan_layouts(self.steps, specs, set(constants), self.outputs, packing)
+        self.layouts = plan_layouts(
+            self.steps,
+            specs,
+            set(constants),
+            self.outputs,
+            packing,
+            self.caps.max_storage_buffer_range,
+        )
 
         # Float storage per slot and shader variant per step: uniform unless
         # mixed (precision "normal"; see _plan_storage).

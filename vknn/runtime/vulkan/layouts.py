@@ -12,7 +12,9 @@ packed operands (`KernelSpec.nc4hw4`, a pure function of the step and its
 input specs giving the input/output positions it reads/writes packed) and
 `plan_layouts` derives the storage from it:
 
-- a step runs packed iff its label is nc4hw4, its kernel accepts the step,
+- a step runs packed iff its label is nc4hw4, its kernel accepts the step
+  (a layout-agnostic one, `nc4hw4_follows`, only when an operand it reads
+  packed is stored packed),
   none of the inputs it would read packed is a constant, and every constant
   its kernel wants transformed (`KernelSpec.packed_constants`: a packed conv
   reads its weight as OHWI, so the K axis of its GEMM runs over channels,
@@ -136,9 +138,12 @@ def plan_layouts(
     constants: Collection[int],
     outputs: Collection[int],
     enabled: bool = True,
+    max_bytes: int | None = None,
 ) -> LayoutPlan:
     """Which steps run packed and which slots are stored packed (module
-    docstring). `enabled=False`: everything flat."""
+    docstring). `enabled=False`: everything flat. `max_bytes` (the device's
+    maxStorageBufferRange): a step whose packed tensors (channels padded to
+    4, 4 bytes per element) would not fit one binding runs flat."""
     from vknn.runtime.vulkan.kernels import KERNELS
 
     plan = LayoutPlan([None] * len(steps))
@@ -159,7 +164,14 @@ def plan_layouts(
         ins, outs_p = io
         if any(present[p] in constants or not packable(in_specs[p]) for p in ins):
             continue
+        if kernel.nc4hw4_follows and not any(present[p] in plan.packed_slots for p in ins):
+            continue
         if any(not packable(st.out_specs[p]) for p in outs_p):
+            continue
+        if max_bytes is not None and any(
+            4 * packed_numel(t.shape) > max_bytes
+            for t in [*(in_specs[p] for p in ins), *(st.out_specs[p] for p in outs_p)]
+        ):
             continue
         forms = kernel.packed_constants(st, in_specs) if kernel.packed_constants else {}
         if any(present[p] not in constants for p in forms):

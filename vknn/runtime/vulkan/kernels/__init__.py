@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -141,6 +141,15 @@ class KernelSpec:
     """(step, input specs) -> the (input positions, output positions) the
     recorder reads / writes NC4HW4 when the step runs packed, or None when it
     cannot run this step packed (`vulkan/layouts.py`)."""
+    nc4hw4_follows: bool = False
+    """Layout-agnostic (elementwise, concat): run packed only where an operand
+    it would read packed is already stored packed, so a rank-4 add between two
+    flat kernels (attention scores + mask) costs no conversions."""
+    chunked: bool = False
+    """Elementwise over same-shape operands (and one-element ones): the
+    recorder is wrapped in `record_chunked`, so tensors past the device's
+    maxStorageBufferRange run as several dispatches over element ranges,
+    each binding its range of every operand, instead of falling back."""
     packed_constants: Callable[[Step, list[TensorSpec]], dict[int, str]] | None = None
     """(step, input specs) -> {input position: `layouts.CONST_TRANSFORMS`
     name}: constants the recorder reads transformed when the step runs packed."""
@@ -150,8 +159,61 @@ KERNELS: dict[str, KernelSpec] = {}
 
 
 def register(spec: KernelSpec) -> KernelSpec:
+    if spec.chunked:
+        spec = replace(spec, record=record_chunked(spec.record))
     KERNELS[spec.op] = spec
     return spec
+
+
+def chunkable(step: Step, in_specs: list[TensorSpec] | None) -> bool:
+    """Every operand has the result's element count or one element (and
+    the count fits 32-bit indexing): `record_chunked` can split it."""
+    if in_specs is None or not step.out_specs:
+        return False
+    n = _numel(step.out_specs[0].shape)
+    sizes = [_numel(t.shape) for t in [*in_specs, *step.out_specs]]
+    return n < 1 << 32 and all(s in (n, 1) for s in sizes)
+
+
+def record_chunked(record: Recorder) -> Recorder:
+    """`record` for operands that may exceed maxStorageBufferRange: when
+    every binding fits, `record` itself; else `record` once per range of
+    elements, on 1-D views of each operand's part of it (one-element operands
+    whole). Each range is a multiple of minStorageBufferOffsetAlignment
+    elements, so every view's offset stays bindable."""
+
+    def chunked(
+        step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
+    ) -> list[Dispatch]:
+        limit = ctx.caps.max_storage_buffer_range
+        if all(t.ref.nbytes <= limit for t in [*ins, *outs]):
+            return record(step, ctx, ins, outs)
+        from vknn.runtime.vulkan.layouts import as_padded
+
+        ins, outs = as_padded(ins), as_padded(outs)
+        n = outs[0].size
+        esize = max(t.ref.nbytes // max(1, t.size) for t in [*ins, *outs])
+        align = max(1, ctx.caps.min_storage_buffer_offset_alignment)
+        chunk = (limit // esize) // align * align
+        if chunk <= 0:
+            raise ValueError(f"{step.node}: maxStorageBufferRange {limit} below one block")
+
+        def part(t: TensorArg, first: int, count: int) -> TensorArg:
+            if t.size != n:  # one element, bound whole
+                return TensorArg(t.ref, (1,), t.dtype)
+            es = t.ref.nbytes // max(1, t.size)
+            ref = TensorRef(t.ref.buffer, t.ref.offset + first * es, count * es)
+            return TensorArg(ref, (count,), t.dtype)
+
+        ops: list[Dispatch] = []
+        for first in range(0, n, chunk):
+            count = min(chunk, n - first)
+            sub_ins = [part(t, first, count) for t in ins]
+            sub_outs = [part(t, first, count) for t in outs]
+            ops += record(step, ctx, sub_ins, sub_outs)
+        return ops
+
+    return chunked
 
 
 def gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None) -> str | None:
@@ -161,10 +223,12 @@ def gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None)
     spec = KERNELS.get(step.op)
     if spec is None:
         return f"{step.kind}: no Vulkan kernel for {step.op} yet"
-    if not spec.aliases:
+    if not spec.aliases and not (spec.chunked and chunkable(step, in_specs)):
         # A binding covers one tensor, so no kernel can address a tensor past
         # the device's range (VGG-19's fc6 weight is 411 MB; lavapipe binds
         # 128 MiB): refuse here, once for every family, so it runs on the CPU.
+        # Elementwise kernels split such tensors into ranges (record_chunked);
+        # GEMMs with oversized weights are split by the plan (split_large.py).
         for t in [*(in_specs or ()), *step.out_specs]:
             n = 4 * max(1, _numel(t.shape))
             if n > caps.max_storage_buffer_range:

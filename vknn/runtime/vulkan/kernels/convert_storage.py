@@ -64,15 +64,36 @@ def record_convert(
         (4, dst_form.packed),
     )
     pipe = fp16.pipeline("convert_storage", spec, 2, 16, local_size(ctx.caps))
-    return flat_dispatches(
-        pipe,
-        [
-            Binding(src.buffer, src.offset, src.nbytes),
-            Binding(dst.buffer, dst.offset, dst.nbytes, write=True),
-        ],
-        n,
-        lambda base: pack_u32(n, base, c, hw),
-        ctx.caps,
-        op_index,
-        f"{LABEL} {src_form}->{dst_form} {what}",
-    )
+    label = f"{LABEL} {src_form}->{dst_form} {what}"
+    limit = ctx.caps.max_storage_buffer_range
+    chunk = n
+    if max(src.nbytes, dst.nbytes) > limit and not (src_form.packed or dst_form.packed):
+        # Flat tensors past maxStorageBufferRange: element ranges, each bound
+        # on its own (offsets stay multiples of the offset alignment).
+        align = max(1, ctx.caps.min_storage_buffer_offset_alignment)
+        chunk = max(align, limit // 4 // align * align)
+    ops: list[Dispatch] = []
+    for first in range(0, n, chunk):
+        count = min(chunk, n - first)
+        s_es, d_es = 4 if src_form.fp32 else 2, 4 if dst_form.fp32 else 2
+        binds = [
+            Binding(
+                src.buffer, src.offset + first * s_es, count * s_es if chunk < n else src.nbytes
+            ),
+            Binding(
+                dst.buffer,
+                dst.offset + first * d_es,
+                count * d_es if chunk < n else dst.nbytes,
+                write=True,
+            ),
+        ]
+        ops += flat_dispatches(
+            pipe,
+            binds,
+            count,
+            lambda base, count=count: pack_u32(count, base, c, hw),
+            ctx.caps,
+            op_index,
+            label,
+        )
+    return ops

@@ -48,8 +48,8 @@ def gate_fused_pointwise(
             f"{step.kind}: {n_in} inputs + {len(step.out_specs)} results > {MAX_BINDINGS} buffers"
         )
     n = math.prod(out.shape)
-    if n >= 1 << 32 or 4 * n > caps.max_storage_buffer_range:
-        return f"{step.kind}: {n} elements exceed 32-bit indexing or maxStorageBufferRange"
+    if n >= 1 << 32:
+        return f"{step.kind}: {n} elements exceed 32-bit indexing"
     specs = in_specs
     if specs is None:  # judge the body alone: same-shape inputs of the result's dtype
         specs = [TensorSpec(f"in{i}", out.shape, out.dtype) for i in range(n_in)]
@@ -89,5 +89,7 @@ register(
         gate_fused_pointwise,
         record_fused_pointwise,
         nc4hw4=elementwise_nc4hw4,
+        nc4hw4_follows=True,
+        chunked=True,
     )
 )
