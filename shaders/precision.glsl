@@ -2,6 +2,10 @@
 // the fp16-storage variant of a shader is the same source (ncnn's model).
 //
 //   VKNN_FP16_STORAGE=1  tensors are float16_t in memory, arithmetic is fp32
+//   VKNN_FP16_HW_RTE=1   (with fp16 storage) the module declares
+//                        RoundingModeRTE for fp16 (runtime/spirv.py patches
+//                        it in where the device supports it), so the
+//                        conversion rounds to nearest even by itself
 //   (unset)              tensors and arithmetic are fp32
 //
 // sfp       the storage type of a tensor element
@@ -49,8 +53,15 @@ float vknn_round_fp16(float v) {
     return sgn != 0u ? -r : r;
 }
 
+// Finite overflow saturates to +-65504 (clamp is undefined for NaN).
+float vknn_saturate_fp16(float v) { return isnan(v) ? v : clamp(v, -65504.0, 65504.0); }
+
 #define LOAD(buf, i) float(buf[i])
+#if VKNN_FP16_HW_RTE
+#define STORE(buf, i, v) buf[i] = float16_t(vknn_saturate_fp16(v))
+#else
 #define STORE(buf, i, v) buf[i] = float16_t(vknn_round_fp16(v))
+#endif
 
 #else
 #define sfp float

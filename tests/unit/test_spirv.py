@@ -440,7 +440,10 @@ def _modes(data: bytes) -> list[tuple[int, ...]]:
 
 def test_pipeline_spirv_policy() -> None:
     h200, lvp = DeviceCaps.h200_like(), DeviceCaps.lavapipe_like()
-    for variant in VARIANTS:
+    # fp16 pipelines of an RTE device are built from the fp16rte variant:
+    # the hardware conversion rounds, so the integer rounding code is gone.
+    assert len(compile_shader("softmax", "fp16rte")) < len(compile_shader("softmax", "fp16"))
+    for variant in ("fp32", "fp16"):  # the pipeline variants
         plain = compile_shader("softmax", variant)
         key = PipelineKey("softmax", variant, ((1, 3),), 3, 16, fastmath=True)
         # No float_controls2, no RTE property: the compiled bytes as they are.

@@ -75,7 +75,9 @@ def preload_spirv(modules: dict[SpirvIdentity, bytes]) -> None:
 def _postprocessed(
     shader: str, variant: str, fastmath: bool, rte_fp16: bool, types: tuple[str, ...]
 ) -> bytes:
-    spirv = compile_shader(shader, variant)
+    # With RoundingModeRTE the fp16 conversion rounds to nearest even in
+    # hardware: the fp16rte build drops precision.glsl's integer rounding.
+    spirv = compile_shader(shader, "fp16rte" if rte_fp16 and variant == "fp16" else variant)
     try:
         return postprocess(spirv, fastmath=fastmath, rte_fp16=rte_fp16, fastmath_types=types)
     except FastMathRefused:

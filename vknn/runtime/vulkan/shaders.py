@@ -41,8 +41,12 @@ TARGET_ENV = "vulkan1.1"
 VARIANTS: dict[str, dict[str, str]] = {
     "fp32": {},
     "fp16": {"VKNN_FP16_STORAGE": "1"},
+    "fp16rte": {"VKNN_FP16_STORAGE": "1", "VKNN_FP16_HW_RTE": "1"},
 }
-"""Variant name -> preprocessor defines. fp16 = fp16 storage, fp32 arithmetic."""
+"""Variant name -> preprocessor defines. fp16 = fp16 storage, fp32 arithmetic;
+fp16rte = the same for modules that get RoundingModeRTE 16 (`pipeline.py`
+compiles it for the "fp16" pipelines of devices that support it): the
+conversion itself rounds, stores only saturate."""
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
