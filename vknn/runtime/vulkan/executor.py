@@ -18,13 +18,27 @@ values must fit, checked at the boundary). On devices without device-local
 recorded copies move inputs and outputs through a host-visible staging
 buffer.
 
-Aliases: a step whose kernel spec `aliases` (reshape, convert_layout; every
-tensor is row-major, whatever its `vx.layout`) gets its input's memory for
-its output and records nothing. A batch-1 channel concat (every dim before
-the axis 1) has its inputs *placed*: their producers write straight into
-the concat's output, which then copies nothing. Both are one union-find of
+NC4HW4 (`layouts.py`, `device_layout="nc4hw4"`): steps the layout plan runs
+packed read and write their rank-4 float tensors as [N, C/4, H, W, 4], and
+those tensors are stored so; every other float tensor is flat. Where a step
+reads or writes a tensor in another form (width x layout) than it is stored
+in, a conversion is recorded (below); packed convs read OHWI weight copies
+(`layouts.CONST_TRANSFORMS`), uploaded instead of the model-layout copy when
+nothing else reads it.
+
+Aliases: a step whose kernel spec `aliases` (reshape, convert_layout) gets
+its input's memory for its output and records nothing, while that input is
+flat (of a packed one it records an unpacking conversion instead). A
+batch-1 channel concat (every dim before the axis 1) has its inputs
+*placed*: their producers write straight into the concat's output (same
+form, whole channel blocks when packed), which then copies nothing. Both are one union-find of
 slots onto (root slot, byte offset): the planner sees only roots, each live
 from its first member's first use to its last member's last use.
+
+Conversions: one dispatch (`kernels/convert_storage.py`) per tensor and
+wanted form, into an arena scratch that every later reader of that form
+shares; a step writing another form than its output's writes a scratch
+converted after it.
 
 Mixed storage (`precision="normal"` on a device with 16-bit storage): each
 float slot is fp16 or fp32 and each step runs one shader variant, as
