@@ -26,7 +26,11 @@ layout(constant_id = 2) const bool PACKED = false;
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) readonly buffer Wt { sfp w_data[]; };
 layout(std430, binding = 2) readonly buffer Bias { sfp b_data[]; };
+#if VKNN_CONV_ACCUM
+layout(std430, binding = 3) buffer Y { sfp y_data[]; };
+#else
 layout(std430, binding = 3) writeonly buffer Y { sfp y_data[]; };
+#endif
 
 #include "pw_epilogue.glsl"
 
@@ -38,6 +42,11 @@ layout(push_constant) uniform Params {
     uint KH, KW;
     uint SH, SW, DH, DW;
     uint PH, PW;
+    // A conv split past maxStorageBufferRange (kernels/conv.py, _record_sliced):
+    // x holds input channels [c_begin, c_begin + C) and y output channels
+    // [m_begin, m_begin + M) of a conv whose weight has w_cg channels per
+    // output; VKNN_CONV_ACCUM adds to y (every slice after the first).
+    uint c_begin, w_cg, m_begin;
 } p;
 
 void main() {
@@ -68,8 +77,13 @@ void main() {
     uint HW = p.H * p.W;
     uint c0 = g * p.Cg;
     uint x_base = (n * p.C + c0) * HW;
-    uint w_base = oc * p.Cg * KHW;
+    uint ocw = p.m_begin + oc;  // the output channel in the weight and bias
+    uint w_base = (ocw * p.w_cg + p.c_begin) * KHW;
+#if VKNN_CONV_ACCUM
+    afp acc = LOAD(y_data, idx);
+#else
     afp acc = 0.0;
+#endif
     for (uint ky = 0u; ky < p.KH; ++ky) {
         int iy = iy0 + int(ky * p.DH);
         if (iy < 0 || iy >= int(p.H)) continue;
@@ -83,7 +97,7 @@ void main() {
                 for (uint ci = 0u; ci < p.Cg; ++ci) {
                     uint c = c0 + ci;
                     uint xo = (((n * c4 + (c >> 2)) * HW + sp) << 2) + (c & 3u);
-                    uint wi = w_base + (ky * p.KW + kx) * p.Cg + ci;
+                    uint wi = ocw * p.w_cg * KHW + (ky * p.KW + kx) * p.w_cg + ci;
                     acc = fma(LOAD(x_data, xo), LOAD(w_data, wi), acc);
                 }
             } else {
@@ -93,6 +107,6 @@ void main() {
             }
         }
     }
-    if (HAS_BIAS) acc += LOAD(b_data, oc);
+    if (HAS_BIAS) acc += LOAD(b_data, ocw);
     STORE(y_data, idx, PW_APPLY(acc, idx));  // idx: y's own (packed or flat) order
 }

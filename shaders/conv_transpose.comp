@@ -30,6 +30,7 @@ layout(push_constant) uniform Params {
     uint KH, KW;
     uint SH, SW, DH, DW;
     uint PH, PW;
+    uint c_begin, w_cg, m_begin;  // conv_direct.comp's slicing (unused here)
 } p;
 
 void main() {

@@ -83,3 +83,48 @@ def test_gate_accepts_chunkable_refuses_others() -> None:
     add = Step("vx.binary", "add", [0, 2], [1], [big], {"kind": "add"})
     why = gate(add, caps, [big, bias])  # a broadcast: no element ranges
     assert why is not None and "maxStorageBufferRange" in why
+
+
+# -- convs past the range: channel slices -------------------------------------
+
+
+@pytest.mark.parametrize("precision", ["high", "low"])
+def test_conv_past_storage_range_runs_in_channel_slices(clean, precision: str) -> None:  # type: ignore[no-untyped-def]
+    """x (26 KiB) and y (20 KiB) past an 8 KiB range: output-channel blocks x
+    input-channel slices, the later slices adding to y (with the bias once)."""
+    from vknn.runtime.cpu.registry import kernel_for
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 16, 20, 21)).astype(np.float32)
+    w = (rng.standard_normal((12, 16, 3, 3)) / 12).astype(np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    attrs = {"strides": (1, 1), "pads": (1, 1, 1, 1), "dilations": (1, 1), "group": 1}
+    step = Step(
+        "vx.conv", "conv", [0, 1, 2], [3], [TensorSpec("y", (1, 12, 20, 21), "float32")],
+        {**attrs, "vx.layout": "nc4hw4"},
+    )  # fmt: skip
+    small = dataclasses.replace(clean.caps, max_storage_buffer_range=8 << 10)
+    specs = [TensorSpec(n, a.shape, "float32") for n, a in (("x", x), ("w", w), ("b", b))]
+    assert gate(step, small, specs) is None
+    with VulkanExecutor(
+        clean, [step], {0: specs[0]}, [3], {1: w, 2: b}, precision=precision, caps=small
+    ) as ex:
+        assert ex.stats.packed == 0  # a packed tensor must fit one binding
+        labels = [label for _, label in ex.program.labels]
+        assert sum("sliced" in label for label in labels) >= 4, labels  # 2 x 2 at least
+        got = ex.run({0: x})[3]
+    want = kernel_for("vx.conv")(step, [x, w, b])[0]  # type: ignore[misc]
+    tol = 1e-4 if precision == "high" else 3e-2
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_conv_past_storage_range_that_cannot_slice_is_refused() -> None:
+    from vknn.runtime.vulkan.caps import DeviceCaps
+
+    caps = DeviceCaps.lavapipe_like(max_storage_buffer_range=1 << 12)
+    x = TensorSpec("x", (2, 8, 16, 16), "float32")  # batch 2: not sliced
+    w = TensorSpec("w", (8, 8, 1, 1), "float32")
+    attrs = {"strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1), "group": 1}
+    step = Step("vx.conv", "c", [0, 1], [2], [TensorSpec("y", (2, 8, 16, 16), "float32")], attrs)
+    why = gate(step, caps, [x, w])
+    assert why is not None and "batch-1" in why and "maxStorageBufferRange" in why

@@ -150,6 +150,10 @@ class KernelSpec:
     recorder is wrapped in `record_chunked`, so tensors past the device's
     maxStorageBufferRange run as several dispatches over element ranges,
     each binding its range of every operand, instead of falling back."""
+    splits_large: Callable[[Step, DeviceCaps, list[TensorSpec]], str | None] | None = None
+    """(step, caps, input specs) -> None when the recorder splits this step's
+    tensors past maxStorageBufferRange itself (a batch-1 conv runs as channel
+    slices), else why it cannot; the gate refuses such tensors otherwise."""
     packed_constants: Callable[[Step, list[TensorSpec]], dict[int, str]] | None = None
     """(step, input specs) -> {input position: `layouts.CONST_TRANSFORMS`
     name}: constants the recorder reads transformed when the step runs packed."""
@@ -224,6 +228,19 @@ def gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None)
     if spec is None:
         return f"{step.kind}: no Vulkan kernel for {step.op} yet"
     if not spec.aliases and not (spec.chunked and chunkable(step, in_specs)):
+        big = [
+            t for t in [*(in_specs or ()), *step.out_specs]
+            if 4 * max(1, _numel(t.shape)) > caps.max_storage_buffer_range
+        ]  # fmt: skip
+        if big and spec.splits_large is not None and in_specs is not None:
+            why = spec.splits_large(step, caps, in_specs)
+            if why is None:
+                return spec.gate(step, caps, in_specs)
+            t = big[0]
+            return (
+                f"{step.kind}: tensor '{t.name}' {list(t.shape)} is past the device's "
+                f"maxStorageBufferRange ({caps.max_storage_buffer_range}) and {why}"
+            )
         # A binding covers one tensor, so no kernel can address a tensor past
         # the device's range (VGG-19's fc6 weight is 411 MB; lavapipe binds
         # 128 MiB): refuse here, once for every family, so it runs on the CPU.

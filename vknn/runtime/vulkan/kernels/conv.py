@@ -38,6 +38,7 @@ import math
 import struct
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,7 @@ SPLITK_SCRATCH_FLOATS = 1 << 22
 
 _GEMM_PUSH = struct.Struct("<22I")
 _REDUCE_PUSH = struct.Struct("<7I2f")
-_DIRECT_PUSH = struct.Struct("<18I")
+_DIRECT_PUSH = struct.Struct("<21I")  # conv_direct.comp / conv_transpose.comp Params
 _BN_PUSH = struct.Struct("<4If")
 
 
@@ -97,12 +98,14 @@ def _numel(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-def _tensor_limits(kind: str, caps: DeviceCaps, shapes: list[tuple[int, ...]]) -> str | None:
+def _tensor_limits(
+    kind: str, caps: DeviceCaps, shapes: list[tuple[int, ...]], check_range: bool = True
+) -> str | None:
     for shape in shapes:
         n = _numel(shape)
         if n >= 1 << 31:
             return f"{kind}: a tensor of {n} elements exceeds 32-bit indexing"
-        if 4 * n > caps.max_storage_buffer_range:
+        if check_range and 4 * n > caps.max_storage_buffer_range:
             return (
                 f"{kind}: a {4 * n}-byte tensor exceeds the device's maxStorageBufferRange "
                 f"({caps.max_storage_buffer_range})"
@@ -134,7 +137,13 @@ def _window_gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None
     own, _ = epilogues.split_inputs(step, list(in_specs or []))
     if in_specs is not None and len(own) < 2:
         return f"{kind}: expected input, weight and optional bias"
-    why = _tensor_limits(kind, caps, [out.shape, *(s.shape for s in own)])
+    # A conv the recorder can slice (kernels.gate asked) may pass the range.
+    sliced = (
+        step.op == "vx.conv"
+        and in_specs is not None
+        and sliced_conv_refusal(step, caps, in_specs) is None
+    )
+    why = _tensor_limits(kind, caps, [out.shape, *(s.shape for s in own)], not sliced)
     if why:
         return why
     if _numel(out.shape) * max(1, own[0].shape[1] if own else 1) == 0:
@@ -504,8 +513,10 @@ def _record_gemm(
 def _record_direct(
     shader: str, label: str, step: Step, ctx: RecordContext, x: TensorArg, w: TensorArg,
     b: TensorArg | None, y: TensorArg, extra: list[TensorArg], g: dict[str, int],
-    ls: int | None = None,
+    ls: int | None = None, slice_: tuple[int, int, int] = (0, -1, 0),
 ) -> list[Dispatch]:  # fmt: skip
+    """`slice_` = (c_begin, w_cg, m_begin) of a sliced conv (`_record_sliced`;
+    w_cg -1: the geometry's Cg)."""
     name, epi = epilogues.variant(shader, step, _product(step), extra, 4)
     spec: tuple[tuple[int, bool], ...] = ((1, b is not None),)
     if y.packed:  # conv_direct.comp only (conv_nc4hw4)
@@ -518,8 +529,85 @@ def _record_direct(
         g["KH"], g["KW"], g["SH"], g["SW"], g["DH"], g["DW"], g["PH"], g["PW"],
     )  # fmt: skip
     binds = [x.binding(), w.binding(), (b or w).binding(), y.binding(write=True), *epi]
+    c_begin, w_cg, m_begin = slice_
+    tail += (c_begin, g["Cg"] if w_cg < 0 else w_cg, m_begin)
     push: Callable[[int], bytes] = lambda base: _DIRECT_PUSH.pack(n, base, *tail)  # noqa: E731
     return flat_dispatches(pipe, binds, n, push, ctx.caps, ctx.op_index, f"{step.node} ({label})")
+
+
+# -- convs past maxStorageBufferRange ----------------------------------------
+
+
+def _channel_blocks(
+    count: int, plane_bytes: int, caps: DeviceCaps
+) -> list[tuple[int, int]] | None:
+    """Channel ranges [c0, c1) of a batch-1 NCHW tensor whose bytes each fit
+    one binding and whose byte offsets are bindable (multiples of the offset
+    alignment); None when not even one aligned block of planes fits."""
+    align = max(1, caps.min_storage_buffer_offset_alignment)
+    step = align // math.gcd(plane_bytes, align)
+    per = (caps.max_storage_buffer_range // plane_bytes) // step * step
+    if per <= 0:
+        return None
+    return [(c, min(count, c + per)) for c in range(0, count, per)]
+
+
+def sliced_conv_refusal(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec]) -> str | None:
+    """Why a conv with a tensor past maxStorageBufferRange cannot run as
+    channel slices (`_record_sliced`); None when it can."""
+    x, w, y = in_specs[0].shape, in_specs[1].shape, step.out_specs[0].shape
+    if len(x) != 4 or x[0] != 1 or int(step.attrs["group"]) != 1:
+        return "only batch-1 2-D convs with group 1 are split"
+    if epilogues.epilogue_of(step) is not None:
+        return "a fused epilogue is not split (it runs as its own step)"
+    limit = caps.max_storage_buffer_range
+    if any(4 * _numel(t.shape) > limit for t in in_specs[1:]):
+        return "its weight or bias alone is past the range"
+    for es in (2, 4):  # fp16 and fp32 storage
+        if _channel_blocks(x[1], es * x[2] * x[3], caps) is None:
+            return "one input channel plane is past the range"
+        if _channel_blocks(y[1], es * y[2] * y[3], caps) is None:
+            return "one output channel plane is past the range"
+    _ = w
+    return None
+
+
+def _record_sliced(
+    step: Step, ctx: RecordContext, x: TensorArg, w: TensorArg, b: TensorArg | None,
+    y: TensorArg, g: dict[str, int],
+) -> list[Dispatch]:  # fmt: skip
+    """A batch-1 conv whose input or output is past maxStorageBufferRange:
+    for each block of output channels, one direct-conv dispatch per block of
+    input channels, each binding only its blocks (offsets into x and y); the
+    first writes (with the bias), the others add to y (VKNN_CONV_ACCUM). The
+    partial sums are stored in y's storage type between slices."""
+    es = y.ref.nbytes // max(1, y.size)
+    xs = _channel_blocks(g["C"], es * g["H"] * g["W"], ctx.caps)
+    ys = _channel_blocks(g["M"], es * g["OH"] * g["OW"], ctx.caps)
+    if xs is None or ys is None:
+        raise ValueError(f"{step.node}: the gate should have refused this conv")
+    accum = register_variant("conv_direct", {"VKNN_CONV_ACCUM": "1"})
+    hw, p = g["H"] * g["W"], g["OH"] * g["OW"]
+    ops: list[Dispatch] = []
+    for m0, m1 in ys:
+        yb = TensorArg(
+            TensorRef(y.ref.buffer, y.ref.offset + m0 * p * es, (m1 - m0) * p * es),
+            (1, m1 - m0, g["OH"], g["OW"]), y.dtype,
+        )  # fmt: skip
+        for j, (c0, c1) in enumerate(xs):
+            xb = TensorArg(
+                TensorRef(x.ref.buffer, x.ref.offset + c0 * hw * es, (c1 - c0) * hw * es),
+                (1, c1 - c0, g["H"], g["W"]), x.dtype,
+            )  # fmt: skip
+            gb = {**g, "C": c1 - c0, "Cg": c1 - c0, "M": m1 - m0, "Mg": m1 - m0}
+            # A phase per input slice: the slices adding to one y block are
+            # ordered by barriers (one step's dispatches are otherwise not).
+            phased = replace(ctx, op_index=OpPhase(ctx.op_index, j))
+            ops += _record_direct(
+                "conv_direct" if j == 0 else accum, "Conv direct, sliced", step, phased, xb, w,
+                b if j == 0 else None, yb, [], gb, slice_=(c0, g["Cg"], m0),
+            )  # fmt: skip
+    return ops
 
 
 def _operands(
@@ -535,6 +623,8 @@ def record_conv(
     x, w, b, extra = _operands(step, ins)
     y = outs[0]
     g = _geometry(step, x.shape, w.shape, y.shape)
+    if max(x.ref.nbytes, y.ref.nbytes) > ctx.caps.max_storage_buffer_range:
+        return _record_sliced(step, ctx, x, w, b, y, g)
     space = conv_space(step, ctx.caps, ins, ctx.variant, ctx.upload is not None)
     cfg = space.choose(ctx)
     if cfg["algo"] == "gemm":
@@ -628,6 +718,7 @@ register(
         tuning=_tune_conv,
         nc4hw4=conv_nc4hw4,
         packed_constants=conv_packed_constants,
+        splits_large=sliced_conv_refusal,
     )
 )
 register(KernelSpec("vx.conv_transpose", gate_conv_transpose, record_conv_transpose))
