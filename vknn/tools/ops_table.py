@@ -35,7 +35,7 @@ def _vulkan_storage(name: str) -> str:
     if spec.chunked:
         notes.append("split past maxStorageBufferRange")
     if spec.splits_large is not None:
-        notes.append("batch 1: channel slices past maxStorageBufferRange")
+        notes.append("channel / plane blocks past maxStorageBufferRange")
     if name == "vx.gemm":
         notes.append("constant weight split past maxStorageBufferRange (split_large.py)")
     return "; ".join(notes)

@@ -128,3 +128,29 @@ def test_conv_past_storage_range_that_cannot_slice_is_refused() -> None:
     step = Step("vx.conv", "c", [0, 1], [2], [TensorSpec("y", (2, 8, 16, 16), "float32")], attrs)
     why = gate(step, caps, [x, w])
     assert why is not None and "batch-1" in why and "maxStorageBufferRange" in why
+
+
+@pytest.mark.parametrize("kind", ["max", "global_avg"])
+def test_pool_past_storage_range_runs_in_plane_blocks(clean, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """Planes (N*C of them, batch 2 here) pooled in blocks of bound planes."""
+    from vknn.runtime.cpu.registry import kernel_for
+
+    x = np.random.default_rng(9).standard_normal((2, 9, 17, 19)).astype(np.float32)
+    if kind == "max":
+        attrs = {"kind": "max", "kernel": (3, 3), "strides": (2, 2), "pads": (1, 1, 1, 1),
+                 "dilations": (1, 1), "count_include_pad": False, "ceil_mode": False}  # fmt: skip
+        y_shape = (2, 9, 9, 10)
+    else:
+        attrs = {"kind": "avg", "kernel": (17, 19), "strides": (1, 1), "pads": (0, 0, 0, 0),
+                 "dilations": (1, 1), "count_include_pad": False, "ceil_mode": False}  # fmt: skip
+        y_shape = (2, 9, 1, 1)
+    step = Step("vx.pool", "pool", [0], [1], [TensorSpec("y", y_shape, "float32")], attrs)
+    spec = TensorSpec("x", x.shape, "float32")
+    # x: 23 KiB past a 16 KiB range; blocks of 12 planes keep offsets aligned.
+    small = dataclasses.replace(clean.caps, max_storage_buffer_range=16 << 10)
+    assert gate(step, small, [spec]) is None
+    with VulkanExecutor(clean, [step], {0: spec}, [1], caps=small) as ex:
+        assert ex.stats.dispatches >= 2
+        got = ex.run({0: x})[1]
+    want = kernel_for("vx.pool")(step, [x])[0]  # type: ignore[misc]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -30,6 +30,7 @@ from vknn.runtime.vulkan.kernels import (
 )
 from vknn.runtime.vulkan.kernels.conv import _float_specs, _tensor_limits
 from vknn.runtime.vulkan.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
+from vknn.runtime.vulkan.memory import TensorRef
 from vknn.runtime.vulkan.shaders import shader_enum
 
 _POOL_PUSH = struct.Struct("<17If")
@@ -58,7 +59,8 @@ def gate_pool(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = 
     why = _float_specs(kind, [out, *(in_specs or [])])
     if why:
         return why
-    why = _tensor_limits(kind, caps, [out.shape, *(s.shape for s in own)])
+    sliced = in_specs is not None and sliced_pool_refusal(step, caps, in_specs) is None
+    why = _tensor_limits(kind, caps, [out.shape, *(s.shape for s in own)], not sliced)
     if why:
         return why
     if math.prod(out.shape) == 0:
@@ -75,11 +77,61 @@ def _lanes(hw: int, wg: int) -> int:
     return min(lanes, wg)
 
 
+def sliced_pool_refusal(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec]) -> str | None:
+    """Why a 2-D pool with a tensor past maxStorageBufferRange cannot run as
+    blocks of planes (`_record_sliced`); None when it can."""
+    x, y = in_specs[0].shape, step.out_specs[0].shape
+    if len(x) != 4:
+        return "only 2-D pools are split"
+    if epilogues.epilogue_of(step) is not None:
+        return "a fused epilogue is not split (it runs as its own step)"
+    for es in (2, 4):
+        if _planes_per_block(es * x[2] * x[3], es * y[2] * y[3], caps) is None:
+            return "one aligned block of planes is past the range"
+    return None
+
+
+def _planes_per_block(x_plane: int, y_plane: int, caps: DeviceCaps) -> int | None:
+    """Planes per block such that a block of x and of y each fit one binding
+    and every block's byte offset in both is a multiple of the offset alignment."""
+    align = max(1, caps.min_storage_buffer_offset_alignment)
+    step = math.lcm(align // math.gcd(x_plane, align), align // math.gcd(y_plane, align))
+    limit = caps.max_storage_buffer_range
+    per = min(limit // x_plane, limit // y_plane) // step * step
+    return per if per > 0 else None
+
+
+def _record_sliced(
+    step: Step, ctx: RecordContext, x: TensorArg, y: TensorArg
+) -> list[Dispatch]:
+    """A pool past maxStorageBufferRange: the planes (N*C of them, each pooled
+    on its own) in blocks whose x and y parts each fit one binding."""
+    es = y.ref.nbytes // max(1, y.size)
+    planes = x.shape[0] * x.shape[1]
+    xp, yp = es * x.shape[2] * x.shape[3], es * y.shape[2] * y.shape[3]
+    per = _planes_per_block(xp, yp, ctx.caps)
+    if per is None:
+        raise ValueError(f"{step.node}: the gate should have refused this pool")
+    ops: list[Dispatch] = []
+    for p0 in range(0, planes, per):
+        n = min(per, planes - p0)
+        xb = TensorArg(
+            TensorRef(x.ref.buffer, x.ref.offset + p0 * xp, n * xp), (1, n, *x.shape[2:]), x.dtype
+        )
+        yb = TensorArg(
+            TensorRef(y.ref.buffer, y.ref.offset + p0 * yp, n * yp), (1, n, *y.shape[2:]), y.dtype
+        )
+        ops += record_pool(step, ctx, [xb], [yb])
+    return ops
+
+
 def record_pool(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
     own, extra = epilogues.split_inputs(step, ins)
     x, y = own[0], outs[0]
+    if max(x.ref.nbytes, y.ref.nbytes) > ctx.caps.max_storage_buffer_range:
+        return _record_sliced(step, ctx, x, y)
     a = step.attrs
     kind = pool_kinds()[a["kind"]]
     lp = float(a.get("p") or 2)
@@ -174,6 +226,10 @@ def pool_nc4hw4(step: Step, in_specs: list[TensorSpec]) -> Nc4hw4Io | None:
     return frozenset({0}) | extra, frozenset({0})
 
 
-register(KernelSpec("vx.pool", gate_pool, record_pool, nc4hw4=pool_nc4hw4))
+register(
+    KernelSpec(
+        "vx.pool", gate_pool, record_pool, nc4hw4=pool_nc4hw4, splits_large=sliced_pool_refusal
+    )
+)
 register(KernelSpec("vx.lrn", gate_lrn, record_lrn))
 epilogues.register_host("vx.pool")
