@@ -268,3 +268,40 @@ def test_rank4_elementwise_between_flat_tensors_stays_flat(session_device) -> No
     feeds = {k: RNG.standard_normal((1, 4, 16, 16)).astype(np.float32) for k in ("s", "m")}
     (ex,) = _run_both(model, feeds)
     assert ex.stats.packed == 0 and ex.conversion_list() == []
+
+
+def _se_block(c: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """conv -> relu -> squeeze-excite (global pool, 1x1 convs, sigmoid) ->
+    x * scale (a channel broadcast) -> conv."""
+    r = max(1, c // 2)
+    inits = {"w0": _w(c, 3, 3, 3), "w1": _w(r, c, 1, 1), "w2": _w(c, r, 1, 1), "w3": _w(5, c, 1, 1)}
+    nodes = [
+        oh.make_node("Conv", ["x", "w0"], ["a"], pads=[1, 1, 1, 1]),
+        oh.make_node("Relu", ["a"], ["ra"]),
+        oh.make_node("GlobalAveragePool", ["ra"], ["g"]),
+        oh.make_node("Conv", ["g", "w1"], ["s1"]),
+        oh.make_node("Relu", ["s1"], ["rs"]),
+        oh.make_node("Conv", ["rs", "w2"], ["s2"]),
+        oh.make_node("Sigmoid", ["s2"], ["s"]),
+        oh.make_node("Mul", ["ra", "s"], ["m"]),
+        oh.make_node("Conv", ["m", "w3"], ["y"]),
+    ]
+    model = _model(nodes, [("x", [1, 3, 12, 12])], ["y"], inits)
+    return model, {"x": RNG.standard_normal((1, 3, 12, 12)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("precision", ["high", "low"])
+def test_squeeze_excite_stays_packed(session_device, precision: str) -> None:  # type: ignore[no-untyped-def]
+    """C = 8: the channel-broadcast Mul runs packed (its scale read as blocks
+    of 4 channels) and [N, C, 1, 1] tensors need no conversion (same bytes in
+    both layouts): only the model input and output are converted. C = 6: the Mul runs
+    flat, with conversions, and the numbers still match."""
+    model, feeds = _se_block(8)
+    (ex,) = _run_both(model, feeds, precision)
+    muls = [i for i, st in enumerate(ex.steps) if st.attrs.get("kind") == "mul"]
+    assert muls and all(ex.layouts.step_packed(i) for i in muls), [st.op for st in ex.steps]
+    boundary = {ex.specs[s].name for s in [*ex.input_specs, *ex.outputs]}
+    assert {c[1] for c in ex.conversion_list()} == boundary  # packing x, unpacking y
+    model6, feeds6 = _se_block(6)
+    (ex6,) = _run_both(model6, feeds6, precision)
+    assert len(ex6.conversion_list()) > 1

@@ -498,6 +498,16 @@ class VulkanExecutor:
         """Whether `slot` is stored NC4HW4 (`layouts.py`)."""
         return slot in self.layouts.packed_slots
 
+    def _layout_free(self, slot: int) -> bool:
+        """NC4HW4 and flat storage of `slot` are the same bytes: [N, C, 1, 1]
+        with C a multiple of 4 (a global pool's result, an SE block's scale)."""
+        shape = self.specs[slot].shape
+        return len(shape) == 4 and shape[2] * shape[3] == 1 and shape[1] % 4 == 0
+
+    def _same_bytes(self, slot: int, a: Form, b: Form) -> bool:
+        """Whether `slot` stored as `a` is already what a reader wanting `b` reads."""
+        return a == b or (a.fp32 == b.fp32 and self._layout_free(slot))
+
     def _form(self, slot: int) -> Form:
         return Form(self._float_of(slot) == FP32, self._packed(slot))
 
@@ -588,7 +598,7 @@ class VulkanExecutor:
                     if self._form(s) != Form(width == FP32) or tf:
                         self._const_in[i].append((s, width, tf))
                     continue
-                if self._form(s) == want:
+                if self._same_bytes(s, self._form(s), want):
                     continue
                 k = converted.get((s, want))
                 if k is not None:
@@ -604,7 +614,7 @@ class VulkanExecutor:
                 if not is_float(self.specs[s].dtype):
                     continue
                 have = Form(width == FP32, self.layouts.writes_packed(i, pos))
-                if self._form(s) == have:
+                if self._same_bytes(s, self._form(s), have):
                     continue
                 key = ("out", i, s)
                 self._post[i].append((s, key, have))
@@ -676,7 +686,8 @@ class VulkanExecutor:
         for i, step in enumerate(self.steps):
             if KERNELS[step.op].aliases:
                 # A packed input is unpacked into the output instead.
-                if not self._packed(step.inputs[0]):
+                src = step.inputs[0]
+                if not self._packed(src) or self._layout_free(src):
                     self._parent[step.outputs[0]] = (step.inputs[0], 0)
                 continue
             if step.op != "vx.concat":
@@ -703,7 +714,7 @@ class VulkanExecutor:
                     or s in self._parent
                     or self._root(out)[0] == s
                     or self._storage(s) != self._storage(out)
-                    or self._packed(s) != self._packed(out)
+                    or (self._packed(s) != self._packed(out) and not self._layout_free(s))
                     or (off * esize) % align
                 ):
                     continue

@@ -187,13 +187,34 @@ def plan_layouts(
 # -- helpers for the kernels' `nc4hw4` functions --------------------------------
 
 
+def channel_vector(shape: Sequence[int], out: Sequence[int]) -> bool:
+    """`shape` broadcasts along H and W only ([N or 1, C, 1, 1] or [C, 1, 1])
+    to a rank-4 `out` whose C is a multiple of 4: then it reads as
+    [n, C/4, 1, 1, 4] against the packed [N, C/4, H, W, 4] (`as_padded`)
+    with no padded lane to read past its end."""
+    s = (1,) * (4 - len(shape)) + tuple(int(d) for d in shape)
+    return (
+        len(shape) in (3, 4)
+        and len(out) == 4
+        and out[1] % 4 == 0
+        and s[1] == out[1] > 1
+        and s[2] == s[3] == 1
+        and s[0] in (1, out[0])
+    )
+
+
 def same_shape_positions(
-    out: TensorSpec, in_specs: Sequence[TensorSpec], positions: Sequence[int]
+    out: TensorSpec,
+    in_specs: Sequence[TensorSpec],
+    positions: Sequence[int],
+    channel_vectors: bool = False,
 ) -> frozenset[int] | None:
     """Of the inputs at `positions`, those read packed alongside a packed
     `out`: inputs of exactly out's shape (read at out's packed index). A
-    one-element input reads the same in both layouts and stays flat; any
-    other broadcast needs row-major indices: None (the step runs flat)."""
+    one-element input reads the same in both layouts and stays flat, and so
+    does a `channel_vector` when the kernel allows them (`as_padded` views
+    it as blocks of 4 channels); any other broadcast needs row-major indices:
+    None (the step runs flat)."""
     packed: set[int] = set()
     for p in positions:
         spec = in_specs[p]
@@ -201,7 +222,9 @@ def same_shape_positions(
             if not packable(spec):
                 return None
             packed.add(p)
-        elif int(np.prod(spec.shape)) != 1:
+        elif int(np.prod(spec.shape)) == 1:
+            continue
+        elif not (channel_vectors and channel_vector(spec.shape, out.shape)):
             return None
     return frozenset(packed)
 
@@ -213,13 +236,29 @@ def elementwise_nc4hw4(step: Step, in_specs: list[TensorSpec]) -> Nc4hw4Io | Non
     outs = step.out_specs
     if not outs or not all(packable(o) and o.shape == outs[0].shape for o in outs):
         return None
-    ins = same_shape_positions(outs[0], in_specs, range(len(in_specs)))
+    ins = same_shape_positions(outs[0], in_specs, range(len(in_specs)), channel_vectors=True)
     if not ins:
         return None
     return ins, frozenset(range(len(outs)))
 
 
 def as_padded(args: list[TensorArgLike]) -> list[TensorArgLike]:
-    """Packed operands of an elementwise kernel as flat tensors of the padded
-    storage's shape (`padded_shape`): same element order on every operand."""
-    return [replace(a, shape=padded_shape(a.shape)) if a.packed else a for a in args]
+    """The operands of an elementwise kernel running packed, as row-major
+    tensors with the same element order: a packed [N, C, H, W] as
+    [N, C4, H, W, 4] (its storage), a flat channel vector [n, C, 1, 1] as
+    [n, C/4, 1, 1, 4] (C % 4 == 0), one-element operands as they are. Args
+    with nothing packed are returned unchanged."""
+    packed = [a for a in args if a.packed]
+    if not packed:
+        return args
+    out = []
+    for a in args:
+        if a.packed:
+            n, c, h, w = padded_shape(a.shape)
+            out.append(replace(a, shape=(n, c // 4, h, w, 4)))
+        elif channel_vector(a.shape, packed[0].shape):
+            s = (1,) * (4 - len(a.shape)) + tuple(a.shape)
+            out.append(replace(a, shape=(s[0], s[1] // 4, 1, 1, 4)))
+        else:
+            out.append(a)
+    return out

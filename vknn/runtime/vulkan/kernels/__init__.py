@@ -203,6 +203,8 @@ def record_chunked(record: Recorder) -> Recorder:
             raise ValueError(f"{step.node}: maxStorageBufferRange {limit} below one block")
 
         def part(t: TensorArg, first: int, count: int) -> TensorArg:
+            if t.size not in (n, 1):  # the gate only passes chunkable steps
+                raise ValueError(f"{step.node}: operand {t.shape} is not elementwise with {n}")
             if t.size != n:  # one element, bound whole
                 return TensorArg(t.ref, (1,), t.dtype)
             es = t.ref.nbytes // max(1, t.size)
