@@ -12,8 +12,9 @@ This package must not import xDSL or the CPU backend.
 
 from __future__ import annotations
 
+import math
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -169,6 +170,19 @@ def register(spec: KernelSpec) -> KernelSpec:
     return spec
 
 
+def units_per_binding(unit_bytes: Sequence[int], caps: DeviceCaps) -> int:
+    """How many units (elements, channel planes) one dispatch may bind of
+    tensors whose units are `unit_bytes` bytes each: every part fits
+    maxStorageBufferRange and every part's byte offset stays a multiple of
+    minStorageBufferOffsetAlignment. 0 when not even one aligned block fits."""
+    align = max(1, caps.min_storage_buffer_offset_alignment)
+    step = 1
+    for b in unit_bytes:
+        step = math.lcm(step, align // math.gcd(b, align))
+    per = min(caps.max_storage_buffer_range // b for b in unit_bytes)
+    return per // step * step
+
+
 def chunkable(step: Step, in_specs: list[TensorSpec] | None) -> bool:
     """Every operand has the result's element count or one element (and
     the count fits 32-bit indexing): `record_chunked` can split it."""
@@ -183,8 +197,7 @@ def record_chunked(record: Recorder) -> Recorder:
     """`record` for operands that may exceed maxStorageBufferRange: when
     every binding fits, `record` itself; else `record` once per range of
     elements, on 1-D views of each operand's part of it (one-element operands
-    whole). Each range is a multiple of minStorageBufferOffsetAlignment
-    elements, so every view's offset stays bindable."""
+    whole), ranges sized by `units_per_binding`."""
 
     def chunked(
         step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
@@ -196,9 +209,7 @@ def record_chunked(record: Recorder) -> Recorder:
 
         ins, outs = as_padded(ins), as_padded(outs)
         n = outs[0].size
-        esize = max(t.ref.nbytes // max(1, t.size) for t in [*ins, *outs])
-        align = max(1, ctx.caps.min_storage_buffer_offset_alignment)
-        chunk = (limit // esize) // align * align
+        chunk = units_per_binding([t.ref.nbytes // max(1, t.size) for t in [*ins, *outs]], ctx.caps)
         if chunk <= 0:
             raise ValueError(f"{step.node}: maxStorageBufferRange {limit} below one block")
 
@@ -230,32 +241,33 @@ def gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None)
     if spec is None:
         return f"{step.kind}: no Vulkan kernel for {step.op} yet"
     if not spec.aliases and not (spec.chunked and chunkable(step, in_specs)):
-        big = [
-            t for t in [*(in_specs or ()), *step.out_specs]
-            if 4 * max(1, _numel(t.shape)) > caps.max_storage_buffer_range
-        ]  # fmt: skip
-        if big and spec.splits_large is not None and in_specs is not None:
-            why = spec.splits_large(step, caps, in_specs)
-            if why is None:
-                return spec.gate(step, caps, in_specs)
-            t = big[0]
-            return (
-                f"{step.kind}: tensor '{t.name}' {list(t.shape)} is past the device's "
-                f"maxStorageBufferRange ({caps.max_storage_buffer_range}) and {why}"
-            )
         # A binding covers one tensor, so no kernel can address a tensor past
         # the device's range (VGG-19's fc6 weight is 411 MB; lavapipe binds
         # 128 MiB): refuse here, once for every family, so it runs on the CPU.
-        # Elementwise kernels split such tensors into ranges (record_chunked);
-        # GEMMs with oversized weights are split by the plan (split_large.py).
-        for t in [*(in_specs or ()), *step.out_specs]:
-            n = 4 * max(1, _numel(t.shape))
-            if n > caps.max_storage_buffer_range:
+        # Elementwise kernels split such tensors into ranges (record_chunked),
+        # kernels with `splits_large` into blocks; GEMMs with oversized
+        # weights are split by the plan (split_large.py).
+        limit = caps.max_storage_buffer_range
+        big = [t for t in [*(in_specs or ()), *step.out_specs] if _bytes(t) > limit]
+        if big:
+            t = big[0]
+            if spec.splits_large is None or in_specs is None:
                 return (
-                    f"{step.kind}: tensor '{t.name}' {list(t.shape)} needs {n} bytes, past "
-                    f"the device's maxStorageBufferRange ({caps.max_storage_buffer_range})"
+                    f"{step.kind}: tensor '{t.name}' {list(t.shape)} needs {_bytes(t)} bytes, "
+                    f"past the device's maxStorageBufferRange ({limit})"
+                )
+            why = spec.splits_large(step, caps, in_specs)
+            if why is not None:
+                return (
+                    f"{step.kind}: tensor '{t.name}' {list(t.shape)} is past the device's "
+                    f"maxStorageBufferRange ({limit}) and {why}"
                 )
     return spec.gate(step, caps, in_specs)
+
+
+def _bytes(t: TensorSpec) -> int:
+    """A tensor's bytes at 4 per element (fp32 / int32 words: the widest storage)."""
+    return 4 * max(1, _numel(t.shape))
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -57,6 +57,7 @@ from vknn.runtime.vulkan.kernels import (
     flat_dispatches,
     local_size,
     register,
+    units_per_binding,
 )
 from vknn.runtime.vulkan.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
 from vknn.runtime.vulkan.memory import TensorRef
@@ -538,15 +539,11 @@ def _record_direct(
 # -- convs past maxStorageBufferRange ----------------------------------------
 
 
-def _channel_blocks(
-    count: int, plane_bytes: int, caps: DeviceCaps
-) -> list[tuple[int, int]] | None:
-    """Channel ranges [c0, c1) of a batch-1 NCHW tensor whose bytes each fit
-    one binding and whose byte offsets are bindable (multiples of the offset
-    alignment); None when not even one aligned block of planes fits."""
-    align = max(1, caps.min_storage_buffer_offset_alignment)
-    step = align // math.gcd(plane_bytes, align)
-    per = (caps.max_storage_buffer_range // plane_bytes) // step * step
+def _channel_blocks(count: int, plane_bytes: int, caps: DeviceCaps) -> list[tuple[int, int]] | None:
+    """Channel ranges [c0, c1) of a batch-1 NCHW tensor that each fit one
+    binding at a bindable offset (`units_per_binding`); None when not even
+    one aligned block of planes fits."""
+    per = units_per_binding([plane_bytes], caps)
     if per <= 0:
         return None
     return [(c, min(count, c + per)) for c in range(0, count, per)]
@@ -555,7 +552,7 @@ def _channel_blocks(
 def sliced_conv_refusal(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec]) -> str | None:
     """Why a conv with a tensor past maxStorageBufferRange cannot run as
     channel slices (`_record_sliced`); None when it can."""
-    x, w, y = in_specs[0].shape, in_specs[1].shape, step.out_specs[0].shape
+    x, y = in_specs[0].shape, step.out_specs[0].shape
     if len(x) != 4 or x[0] != 1 or int(step.attrs["group"]) != 1:
         return "only batch-1 2-D convs with group 1 are split"
     if epilogues.epilogue_of(step) is not None:
@@ -568,7 +565,6 @@ def sliced_conv_refusal(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec]
             return "one input channel plane is past the range"
         if _channel_blocks(y[1], es * y[2] * y[3], caps) is None:
             return "one output channel plane is past the range"
-    _ = w
     return None
 
 

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.kernels import RecordContext, flat_dispatches, local_size, pack_u32
+from vknn.runtime.vulkan.kernels import (
+    RecordContext,
+    flat_dispatches,
+    local_size,
+    pack_u32,
+    units_per_binding,
+)
 from vknn.runtime.vulkan.memory import TensorRef
 
 LABEL = "convert"
@@ -65,27 +71,29 @@ def record_convert(
     )
     pipe = fp16.pipeline("convert_storage", spec, 2, 16, local_size(ctx.caps))
     label = f"{LABEL} {src_form}->{dst_form} {what}"
-    limit = ctx.caps.max_storage_buffer_range
-    chunk = n
-    if max(src.nbytes, dst.nbytes) > limit and not (src_form.packed or dst_form.packed):
+    if max(src.nbytes, dst.nbytes) <= ctx.caps.max_storage_buffer_range:
+        parts = [(0, n, src, dst)]
+    elif src_form.packed or dst_form.packed:
+        raise ValueError(f"{what}: a packed tensor must fit one binding (layouts.plan_layouts)")
+    else:
         # Flat tensors past maxStorageBufferRange: element ranges, each bound
-        # on its own (offsets stay multiples of the offset alignment).
-        align = max(1, ctx.caps.min_storage_buffer_offset_alignment)
-        chunk = max(align, limit // 4 // align * align)
-    ops: list[Dispatch] = []
-    for first in range(0, n, chunk):
-        count = min(chunk, n - first)
+        # on its own at a bindable offset.
         s_es, d_es = 4 if src_form.fp32 else 2, 4 if dst_form.fp32 else 2
+        chunk = units_per_binding([s_es, d_es], ctx.caps)
+        parts = [
+            (
+                first,
+                min(chunk, n - first),
+                TensorRef(src.buffer, src.offset + first * s_es, min(chunk, n - first) * s_es),
+                TensorRef(dst.buffer, dst.offset + first * d_es, min(chunk, n - first) * d_es),
+            )
+            for first in range(0, n, chunk)
+        ]
+    ops: list[Dispatch] = []
+    for _, count, s_ref, d_ref in parts:
         binds = [
-            Binding(
-                src.buffer, src.offset + first * s_es, count * s_es if chunk < n else src.nbytes
-            ),
-            Binding(
-                dst.buffer,
-                dst.offset + first * d_es,
-                count * d_es if chunk < n else dst.nbytes,
-                write=True,
-            ),
+            Binding(s_ref.buffer, s_ref.offset, s_ref.nbytes),
+            Binding(d_ref.buffer, d_ref.offset, d_ref.nbytes, write=True),
         ]
         ops += flat_dispatches(
             pipe,

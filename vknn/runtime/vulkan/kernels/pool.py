@@ -27,6 +27,7 @@ from vknn.runtime.vulkan.kernels import (
     flat_dispatches,
     local_size,
     register,
+    units_per_binding,
 )
 from vknn.runtime.vulkan.kernels.conv import _float_specs, _tensor_limits
 from vknn.runtime.vulkan.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
@@ -86,31 +87,19 @@ def sliced_pool_refusal(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec]
     if epilogues.epilogue_of(step) is not None:
         return "a fused epilogue is not split (it runs as its own step)"
     for es in (2, 4):
-        if _planes_per_block(es * x[2] * x[3], es * y[2] * y[3], caps) is None:
+        if units_per_binding([es * x[2] * x[3], es * y[2] * y[3]], caps) <= 0:
             return "one aligned block of planes is past the range"
     return None
 
 
-def _planes_per_block(x_plane: int, y_plane: int, caps: DeviceCaps) -> int | None:
-    """Planes per block such that a block of x and of y each fit one binding
-    and every block's byte offset in both is a multiple of the offset alignment."""
-    align = max(1, caps.min_storage_buffer_offset_alignment)
-    step = math.lcm(align // math.gcd(x_plane, align), align // math.gcd(y_plane, align))
-    limit = caps.max_storage_buffer_range
-    per = min(limit // x_plane, limit // y_plane) // step * step
-    return per if per > 0 else None
-
-
-def _record_sliced(
-    step: Step, ctx: RecordContext, x: TensorArg, y: TensorArg
-) -> list[Dispatch]:
+def _record_sliced(step: Step, ctx: RecordContext, x: TensorArg, y: TensorArg) -> list[Dispatch]:
     """A pool past maxStorageBufferRange: the planes (N*C of them, each pooled
     on its own) in blocks whose x and y parts each fit one binding."""
     es = y.ref.nbytes // max(1, y.size)
     planes = x.shape[0] * x.shape[1]
     xp, yp = es * x.shape[2] * x.shape[3], es * y.shape[2] * y.shape[3]
-    per = _planes_per_block(xp, yp, ctx.caps)
-    if per is None:
+    per = units_per_binding([xp, yp], ctx.caps)
+    if per <= 0:
         raise ValueError(f"{step.node}: the gate should have refused this pool")
     ops: list[Dispatch] = []
     for p0 in range(0, planes, per):
