@@ -89,7 +89,7 @@ def model_feeds(path: Path):  # type: ignore[no-untyped-def]
 
 def engine_vknn(path: Path, feeds, name: str):  # type: ignore[no-untyped-def]
     import vknn
-    from vknn.runtime.spirv import fastmath_enabled
+    from vknn.kernels.spirv import fastmath_enabled
     from vknn.runtime.vulkan.context import shared_device
 
     # --fastmath reaches the worker subprocesses through the environment.

@@ -41,7 +41,7 @@ def main() -> int:
     )
     args = p.parse_args()
     if args.matmul_splitk:
-        from vknn.runtime.vulkan.kernels import matmul
+        from vknn.kernels import matmul
 
         matmul.SPLITK_SINGLE_DISPATCH = args.matmul_splitk == "single"
     args.work.mkdir(parents=True, exist_ok=True)

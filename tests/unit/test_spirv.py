@@ -1,4 +1,4 @@
-"""SPIR-V post-processing (`vknn.runtime.spirv`) at the word level: the exact
+"""SPIR-V post-processing (`vknn.kernels.spirv`) at the word level: the exact
 instructions each patch adds, idempotence, the refusals SPV_KHR_float_controls2
 demands, spirv-val on every shader family x variant after patching, and the
 policy (`fastmath_enabled`, `pipeline_spirv`) from plain `DeviceCaps`.
@@ -18,10 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from vknn.runtime import spirv as S
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.pipeline import PipelineKey, pipeline_spirv
-from vknn.runtime.vulkan.shaders import (
+from vknn.kernels.shaders import (
     VARIANTS,
     compile_shader,
     glslang,
@@ -29,6 +26,9 @@ from vknn.runtime.vulkan.shaders import (
     spirv_val,
     validate,
 )
+from vknn.runtime import spirv as S
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.pipeline import PipelineKey, pipeline_spirv
 
 ENTRY_OPS = (S.OP_EXECUTION_MODE, S.OP_EXECUTION_MODE_ID)
 

@@ -145,7 +145,7 @@ class _Types:
         return TensorBufferType(spec.shape, elem, layout, storage)
 
     def device_bytes(self, spec: TensorSpec, packed: bool = False) -> int:
-        from vknn.runtime.vulkan.layouts import packed_numel
+        from vknn.kernels.layouts import packed_numel
 
         word = 2 if self.fp16 and spec.dtype in self._floats else 4
         return word * max(1, packed_numel(spec.shape) if packed else _numel(spec.shape))
@@ -231,7 +231,7 @@ def _partitioned(
         split_oversized_gemms(p, caps.max_storage_buffer_range)
     assign_backends(p, config, caps, no_vulkan)
     if caps is not None:
-        from vknn.runtime.vulkan.epilogues import attach_epilogues
+        from vknn.kernels.epilogues import attach_epilogues
 
         p.steps = attach_epilogues(p.steps, slot_specs(p), caps)
         p.compute_last_use()
@@ -328,7 +328,7 @@ class _Bucket:
     ) -> tuple[dict[int, SSAValue], dict[int, tuple[int, int]]]:
         """Device tensors of a Vulkan segment: slot -> value, and slot -> its
         byte range in the segment's arena (weights have none)."""
-        from vknn.runtime.vulkan.kernels import KERNELS
+        from vknn.kernels import KERNELS
         from vknn.runtime.vulkan.memory import plan_arena
 
         constants = self.plan.constants
@@ -390,7 +390,7 @@ class _Bucket:
     def _packed_slots(self, seg: Segment) -> set[int]:
         """The segment's NC4HW4 tensors, as the executor plans them
         (`layouts.plan_layouts` on the steps, before its view folding)."""
-        from vknn.runtime.vulkan.layouts import PACKED, plan_layouts
+        from vknn.kernels.layouts import PACKED, plan_layouts
 
         if self.caps is None:
             return set()
@@ -407,8 +407,8 @@ class _Bucket:
     # -- segments ----------------------------------------------------------
 
     def _vulkan(self, seg: Segment) -> VulkanSegmentOp:
-        from vknn.runtime.vulkan.epilogues import merged_nodes
-        from vknn.runtime.vulkan.kernels import KERNELS
+        from vknn.kernels import KERNELS
+        from vknn.kernels.epilogues import merged_nodes
 
         dev, ranges = self._device_allocs(seg)
         body: list[Operation] = [UploadOp(self.host[s], dev[s]) for s in seg.inputs]

@@ -16,7 +16,7 @@ class Config:
     precision: str | None = None
     """`high` fp32; `low` fp16 storage with fp32 accumulation (stores round to
     nearest even, saturate at +-65504); `normal` low except the tensors a named
-    rule keeps in fp32 (Vulkan backend; `vknn.runtime.vulkan.precision_rules`:
+    rule keeps in fp32 (Vulkan backend; `vknn.kernels.precision_rules`:
     softmax_io, layernorm_io, sum_out), converted where fp16 steps meet them.
     None (the default): `high` for an ONNX model, the compiled precision for a
     .vxm; a Session resolves it, so `session.config.precision` is never None."""

@@ -265,7 +265,7 @@ def kernel_hash() -> str:
     sources and VKNN's own Python sources (compiler passes, kernel recorders,
     SPIR-V post-processing). Not the shader compiler's version: the cache
     holds the SPIR-V itself, so a warm session needs no compiler at all."""
-    from vknn.runtime.vulkan.shaders import shader_dir
+    from vknn.kernels.shaders import shader_dir
 
     h = hashlib.sha256()
     package = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """Assigning each step to a backend — the first in `Config.backends` whose gate
 accepts it — and slicing the steps into maximal same-backend segments.
 
-The Vulkan gates are `vknn.runtime.vulkan.kernels.gate`, the same function the
+The Vulkan gates are `vknn.kernels.gate`, the same function the
 support report calls, so what the report says is what the runtime does.
 """
 
@@ -31,7 +31,7 @@ def vulkan_refusal(step: Step, config: Config, caps, in_specs: list[TensorSpec])
     """Why the Vulkan backend does not take `step` (None: it does)."""
     if step.kind in config.disabled_vk_ops or step.op in config.disabled_vk_ops:
         return f"{step.kind}: disabled by Config.disable_vk_ops"
-    from vknn.runtime.vulkan.kernels import gate
+    from vknn.kernels import gate
 
     return gate(step, caps, in_specs)
 

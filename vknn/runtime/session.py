@@ -254,7 +254,7 @@ class Session:
         device = pipelines = None
         fastmath = False
         if "vulkan" in self.config.backends:
-            from vknn.runtime.spirv import fastmath_enabled
+            from vknn.kernels.spirv import fastmath_enabled
             from vknn.runtime.vulkan.context import shared_device
 
             device, pipelines, _ = shared_device()
@@ -307,8 +307,8 @@ class Session:
             split_oversized_gemms(plan, device.caps.max_storage_buffer_range)
         assign_backends(plan, self.config, device.caps if device else None, no_vulkan)
         if device is not None:
+            from vknn.kernels.epilogues import attach_epilogues
             from vknn.runtime.partition import slot_specs
-            from vknn.runtime.vulkan.epilogues import attach_epilogues
 
             # Fused pointwise epilogues ride their producer's store.
             plan.steps = attach_epilogues(plan.steps, slot_specs(plan), device.caps)
@@ -342,8 +342,8 @@ class Session:
     def _executor(
         self, plan: Plan, seg: Segment, device: Any, pipelines: Any, prepacked: Any = None
     ) -> Any:
+        from vknn.kernels.spirv import fastmath_enabled
         from vknn.runtime.partition import slot_specs
-        from vknn.runtime.spirv import fastmath_enabled
         from vknn.runtime.vulkan.executor import VulkanExecutor
 
         specs = slot_specs(plan)

@@ -18,7 +18,7 @@ import onnx.defs
 
 def _vulkan_storage(name: str) -> str:
     """How the Vulkan kernel of vx op `name` addresses its tensors."""
-    from vknn.runtime.vulkan.kernels import KERNELS
+    from vknn.kernels import KERNELS
 
     spec = KERNELS.get(name)
     if spec is None:
@@ -43,7 +43,7 @@ def _vulkan_storage(name: str) -> str:
 
 def _vulkan_kernels() -> dict[str, str]:
     """vx op name -> fp16 note, for ops the Vulkan backend has kernels for."""
-    from vknn.runtime.vulkan.kernels import KERNELS
+    from vknn.kernels import KERNELS
 
     # Every Vulkan kernel family compiles an fp32 and an fp16-storage variant
     # from one source (shaders/precision.glsl); integer tensors use int32 words.

@@ -23,19 +23,19 @@ from tests.unit.vulkan.test_vk_conv_pool import (
     conv_step,
     cpu_ref,
 )
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import autotune
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.epilogues import EPILOGUE_ATTR, attach_epilogues
-from vknn.runtime.vulkan.kernels import KERNELS, RecordContext, TuningSpace
-from vknn.runtime.vulkan.kernels.conv import (
+from vknn.kernels import KERNELS, RecordContext, TuningSpace
+from vknn.kernels.conv import (
     BK,
     GEMM_SHARED_BYTES,
     _gemm_tile,
     _geometry,
     split_cap,
 )
-from vknn.runtime.vulkan.kernels.matmul import _tiles
+from vknn.kernels.epilogues import EPILOGUE_ATTR, attach_epilogues
+from vknn.kernels.matmul import _tiles
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan import autotune
+from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.pipeline import Pipelines
 
 F32 = "float32"

@@ -15,9 +15,9 @@ from onnx import helper as oh
 from onnx import numpy_helper as nh
 
 import vknn
+from vknn.kernels import gate
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.vulkan.executor import VulkanExecutor
-from vknn.runtime.vulkan.kernels import gate
 
 SHAPE = (1, 8, 40, 41)  # 13120 floats: 52 KiB
 

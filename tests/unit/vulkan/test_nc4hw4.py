@@ -19,9 +19,9 @@ from onnx import numpy_helper as nh
 
 import vknn
 from tests.unit.models import cosine_and_error
+from vknn.kernels.layouts import pack, packed_numel, plan_layouts, unpack
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.vulkan.executor import VulkanExecutor
-from vknn.runtime.vulkan.layouts import pack, packed_numel, plan_layouts, unpack
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(11)

@@ -30,8 +30,8 @@ from onnx import numpy_helper as nh
 
 import vknn
 from tests.unit.models import cosine_and_error, model_inputs, torch_model
+from vknn.kernels.precision_rules import DEFAULT_RULES, RULES, fp32_slots, plan_mixed
 from vknn.runtime.vulkan.executor import VulkanExecutor
-from vknn.runtime.vulkan.precision_rules import DEFAULT_RULES, RULES, fp32_slots, plan_mixed
 
 F = TensorProto.FLOAT
 

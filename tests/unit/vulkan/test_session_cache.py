@@ -155,7 +155,7 @@ def test_vulkan_warm_session_needs_no_shader_compiler(tmp_path: Path, session_de
     script = textwrap.dedent(
         f"""
         import numpy as np, vknn
-        import vknn.runtime.vulkan.shaders as sh
+        import vknn.kernels.shaders as sh
         def no_compiler():
             raise sh.ShaderError("glslangValidator must not run in a warm session")
         sh.glslang = no_compiler

@@ -24,12 +24,11 @@ import vknn
 import vknn.runtime.cpu  # noqa: F401  (registers the oracle kernels)
 from tests.unit.models import cosine_and_error, model_inputs, torch_model
 from tests.unit.test_passes_fuse_attention import _attention_model, _feeds, _ort
+from vknn.kernels import gate, views
+from vknn.kernels.matmul import matmul_space
 from vknn.runtime.cpu.registry import kernel_for
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
-from vknn.runtime.vulkan import views
 from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.kernels import gate
-from vknn.runtime.vulkan.kernels.matmul import matmul_space
 
 F32 = "float32"
 RNG = np.random.default_rng
@@ -74,7 +73,7 @@ def _check(got: np.ndarray, want: np.ndarray, fp16: bool) -> None:
 def _single_dispatch_splitk(monkeypatch: pytest.MonkeyPatch) -> None:
     """This file checks the single-dispatch split-K (and counts dispatches
     with it); the default two-pass path is checked by test_splitk_two_pass."""
-    from vknn.runtime.vulkan.kernels import matmul
+    from vknn.kernels import matmul
 
     monkeypatch.setattr(matmul, "SPLITK_SINGLE_DISPATCH", True)
 
@@ -131,8 +130,8 @@ def test_splitk_one_dispatch_and_replays(clean, precision: str, case) -> None:  
 @pytest.mark.parametrize("case", SPLITK_CASES[:3], ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
 def test_splitk_two_pass(clean, monkeypatch, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     """The default split-K: the GEMM writes partials, splitk_reduce.comp sums."""
+    from vknn.kernels import matmul
     from vknn.runtime.vulkan.executor import VulkanExecutor
-    from vknn.runtime.vulkan.kernels import matmul
 
     monkeypatch.setattr(matmul, "SPLITK_SINGLE_DISPATCH", False)
     op, m, n, k, cshape = case
@@ -151,7 +150,7 @@ def test_splitk_two_pass(clean, monkeypatch, precision: str, case) -> None:  # t
 
 def test_splitk_with_epilogue(clean) -> None:  # type: ignore[no-untyped-def]
     """A split product with a fused bias + residual epilogue (BERT's linear2)."""
-    from vknn.runtime.vulkan import epilogues
+    from vknn.kernels import epilogues
     from vknn.runtime.vulkan.executor import VulkanExecutor
 
     m, n, k = 128, 256, 1024
@@ -419,7 +418,7 @@ def test_matmul_view_geometry() -> None:
     """A [S, 1, E] view of a [1, S, E] tensor (one row per batch entry, row
     stride 0) still folds the batch into M: one M = S product, not S
     products of one row."""
-    from vknn.runtime.vulkan.kernels import matmul
+    from vknn.kernels import matmul
 
     attrs = {views.VIEWS_ATTR: {0: (0, (128, 1, 256), (256, 0, 1))}}
     st = Step("vx.matmul", "mm", [0, 1], [2], [_spec((128, 1, 768))], attrs)

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from vknn.kernels import gate
+from vknn.kernels.epilogues import EPILOGUE_ATTR, attach_epilogues
 from vknn.runtime.cpu.executor import run_step
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
 from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.epilogues import EPILOGUE_ATTR, attach_epilogues
-from vknn.runtime.vulkan.kernels import gate
 
 # ---------------------------------------------------------------------------
 # Helpers

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from vknn.errors import InvalidArgument
+from vknn.kernels import gate
+from vknn.kernels.cast_select import collapse_n
+from vknn.kernels.data_movement import collapse_copy
 from vknn.runtime.cpu.registry import kernel_for
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
 from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.kernels import gate
-from vknn.runtime.vulkan.kernels.cast_select import collapse_n
-from vknn.runtime.vulkan.kernels.data_movement import collapse_copy
 
 PRECISIONS = ["high", "low"]
 

@@ -14,13 +14,12 @@ import numpy as np
 import pytest
 
 import vknn.runtime.cpu  # noqa: F401  (registers the oracle kernels)
+from vknn.kernels import epilogues, gate
+from vknn.kernels.pointwise_codegen import generate, index_expr, unsupported
+from vknn.kernels.reduce import collapse_reduction
 from vknn.runtime.cpu.registry import kernel_for
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import epilogues
 from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.kernels import gate
-from vknn.runtime.vulkan.kernels.reduce import collapse_reduction
-from vknn.runtime.vulkan.pointwise_codegen import generate, index_expr, unsupported
 
 F32 = "float32"
 

@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 
 from vknn.errors import Unsupported
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.kernels import gate
-from vknn.runtime.vulkan.kernels.elementwise import (
+from vknn.kernels import gate
+from vknn.kernels.elementwise import (
     BINARY_REFUSED,
     UNARY_REFUSED,
     binary_kinds,
     collapse_broadcast,
     unary_kinds,
 )
+from vknn.kernels.shaders import VARIANTS, compile_shader, shader_names, validate
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.memory import plan_arena
-from vknn.runtime.vulkan.shaders import VARIANTS, compile_shader, shader_names, validate
 
 # ---------------------------------------------------------------------------
 # Pure parts: no device needed

@@ -42,15 +42,15 @@ from typing import Any, TextIO
 import numpy as np
 
 from vknn.errors import InvalidArgument
+from vknn.kernels import KERNELS, RecordContext, TensorArg, TuneConfig, TuningSpace
+from vknn.kernels.shaders import ShaderError
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.commands import CommandProgram, Copy, Dispatch, run_once
 from vknn.runtime.vulkan.device import Device, VulkanError, check, ffi, lib, vk
 from vknn.runtime.vulkan.dtypes import storage_dtype
-from vknn.runtime.vulkan.kernels import KERNELS, RecordContext, TensorArg, TuneConfig, TuningSpace
 from vknn.runtime.vulkan.memory import STORAGE, TRANSFER_DST, TRANSFER_SRC, Buffer, TensorRef
 from vknn.runtime.vulkan.pipeline import Pipelines
-from vknn.runtime.vulkan.shaders import ShaderError
 
 MODES = ("off", "fast", "thorough")
 REPS = {"fast": 3, "thorough": 10}

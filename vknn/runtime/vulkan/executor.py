@@ -67,23 +67,25 @@ from typing import Any, Protocol
 import numpy as np
 
 from vknn.errors import InvalidArgument, Unsupported
-from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
-from vknn.runtime.vulkan.autotune import AutotuneReport, autotune_steps, check_mode
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import CommandProgram, Copy, Dispatch, run_once
-from vknn.runtime.vulkan.device import Device
-from vknn.runtime.vulkan.dtypes import from_device, is_float, storage_dtype, to_device
-from vknn.runtime.vulkan.kernels import KERNELS, RecordContext, TensorArg, gate
-from vknn.runtime.vulkan.kernels.conv import OpPhase
-from vknn.runtime.vulkan.kernels.convert_storage import Form, record_convert
-from vknn.runtime.vulkan.kernels.data_movement import concat_in_place
-from vknn.runtime.vulkan.layouts import (
+from vknn.kernels import KERNELS, RecordContext, TensorArg, gate
+from vknn.kernels.conv import OpPhase
+from vknn.kernels.convert_storage import Form, record_convert
+from vknn.kernels.data_movement import concat_in_place
+from vknn.kernels.layouts import (
     CONST_TRANSFORMS,
     DEVICE_LAYOUTS,
     PACKED,
     packed_numel,
     plan_layouts,
 )
+from vknn.kernels.precision_rules import DEFAULT_RULES, alias_roots, plan_mixed
+from vknn.kernels.views import fold_views
+from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
+from vknn.runtime.vulkan.autotune import AutotuneReport, autotune_steps, check_mode
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import CommandProgram, Copy, Dispatch, run_once
+from vknn.runtime.vulkan.device import Device
+from vknn.runtime.vulkan.dtypes import from_device, is_float, storage_dtype, to_device
 from vknn.runtime.vulkan.memory import (
     STORAGE,
     TRANSFER_DST,
@@ -94,8 +96,6 @@ from vknn.runtime.vulkan.memory import (
     plan_arena,
 )
 from vknn.runtime.vulkan.pipeline import Pipelines
-from vknn.runtime.vulkan.precision_rules import DEFAULT_RULES, alias_roots, plan_mixed
-from vknn.runtime.vulkan.views import fold_views
 
 FP16_MAX = 65504.0
 GPU_CONVERT_MIN_ELEMENTS = 4096
@@ -158,7 +158,7 @@ class VulkanExecutor:
     - `caps`: overrides the device's caps for recording (tests shrink
       maxComputeWorkGroupCount to exercise split dispatches).
     - `fastmath`: kernels get FPFastMathDefault (the caller decides with
-      `vknn.runtime.spirv.fastmath_enabled`; ignored where the device has no
+      `vknn.kernels.spirv.fastmath_enabled`; ignored where the device has no
       float_controls2).
     - `autotune` ("off"/"fast"/"thorough") and `autotune_table` (key ->
       config, filled in place): before recording, measure the tunable steps'

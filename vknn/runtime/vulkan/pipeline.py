@@ -17,10 +17,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from vknn.runtime.spirv import FastMathRefused, fastmath_float_types, postprocess
+from vknn.kernels.shaders import compile_shader
+from vknn.kernels.spirv import FastMathRefused, fastmath_float_types, postprocess
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.device import Device, check, ffi, lib, vk
-from vknn.runtime.vulkan.shaders import compile_shader
 
 SpecValue = int | float | bool
 
@@ -40,7 +40,7 @@ class PipelineKey:
 
 def pipeline_spirv(key: PipelineKey, caps: DeviceCaps) -> bytes:
     """Exactly the SPIR-V given to vkCreateShaderModule for `key` on a device
-    with `caps`: the compiled shader, post-processed (`vknn.runtime.spirv`)
+    with `caps`: the compiled shader, post-processed (`vknn.kernels.spirv`)
     with fast math when `key.fastmath` and the device has float_controls2,
     and RoundingModeRTE 16 for fp16 variants where the device supports it."""
     ident = spirv_identity(key, caps)

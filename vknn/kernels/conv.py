@@ -1,4 +1,4 @@
-"""Kernel specs of `vx.conv` (shaders/conv.comp, conv_direct.comp),
+"""Kernel specs of `vx.conv` (glsl/conv.comp, conv_direct.comp),
 `vx.conv_transpose` (conv_transpose.comp) and `vx.batchnorm` (conv_bn.comp)
 on logical NCHW tensors, fp32 or fp16 storage, fp32 accumulation.
 
@@ -43,25 +43,25 @@ from typing import Any
 
 import numpy as np
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import epilogues
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
     RecordContext,
     TensorArg,
     TuneConfig,
     TuningSpace,
+    epilogues,
     flat_dispatches,
     local_size,
     register,
     units_per_binding,
 )
-from vknn.runtime.vulkan.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
+from vknn.kernels.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
+from vknn.kernels.shaders import register_variant
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.memory import TensorRef
-from vknn.runtime.vulkan.shaders import register_variant
 
 GEMM_MIN_MG = 8
 """Output channels per group from which the GEMM kernel beats the direct one."""

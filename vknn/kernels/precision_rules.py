@@ -79,7 +79,7 @@ _CHAIN_LIMIT = 8
 def alias_roots(steps: Sequence[Step]) -> dict[int, int]:
     """slot -> the slot whose memory it reinterprets (reshape-like steps,
     transitively); slots absent map to themselves."""
-    from vknn.runtime.vulkan.kernels import KERNELS
+    from vknn.kernels import KERNELS
 
     parent: dict[int, int] = {}
     for st in steps:
@@ -238,7 +238,7 @@ def plan_mixed(
     a dispatch and precision for nothing), else fp16. A constant gets a copy
     in each storage its readers' variants use. Pure: the executor (and any
     printer of its decisions) call it with the steps it records."""
-    from vknn.runtime.vulkan.kernels import KERNELS
+    from vknn.kernels import KERNELS
 
     kept = fp32_slots(steps, specs, rules)
     roots = alias_roots(steps)

@@ -144,7 +144,7 @@ def plan_layouts(
     docstring). `enabled=False`: everything flat. `max_bytes` (the device's
     maxStorageBufferRange): a step whose packed tensors (channels padded to
     4, 4 bytes per element) would not fit one binding runs flat."""
-    from vknn.runtime.vulkan.kernels import KERNELS
+    from vknn.kernels import KERNELS
 
     plan = LayoutPlan([None] * len(steps))
     if not enabled:

@@ -1,6 +1,6 @@
 """Kernel spec of `vx.fused_pointwise` as a standalone dispatch: the body is
 translated by `pointwise_codegen` (standalone mode: every input and result
-bound) and compiled into `shaders/fused_pointwise.comp` as the virtual
+bound) and compiled into glsl/fused_pointwise.comp` as the virtual
 include `pw_body.glsl`; one invocation per result element.
 
 One pipeline per distinct (body, shapes): the broadcast index arithmetic is
@@ -17,20 +17,20 @@ from __future__ import annotations
 import math
 import struct
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import pointwise_codegen
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
     flat_dispatches,
     local_size,
+    pointwise_codegen,
     register,
 )
-from vknn.runtime.vulkan.layouts import as_padded, elementwise_nc4hw4
-from vknn.runtime.vulkan.shaders import register_variant
+from vknn.kernels.layouts import as_padded, elementwise_nc4hw4
+from vknn.kernels.shaders import register_variant
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
 
 MAX_BINDINGS = 8
 """Inputs + results. Vulkan guarantees only 4 storage buffers per stage;

@@ -1,4 +1,4 @@
-"""Kernel spec of `vx.reduce` (`shaders/reduce.comp`): every float ReduceKind
+"""Kernel spec of `vx.reduce` (glsl/reduce.comp`): every float ReduceKind
 over any sorted axes set, with or without keepdims. argmax/argmin are
 refused (their i64 result is not stored on the GPU yet).
 
@@ -23,10 +23,7 @@ import math
 import struct
 from collections.abc import Callable
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
     RecordContext,
@@ -34,8 +31,11 @@ from vknn.runtime.vulkan.kernels import (
     flat_dispatches,
     register,
 )
+from vknn.kernels.shaders import register_variant, shader_enum
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.pipeline import ComputePipeline
-from vknn.runtime.vulkan.shaders import register_variant, shader_enum
 
 MAX_GROUPS = 4
 WG_THRESHOLD = 64

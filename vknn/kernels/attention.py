@@ -1,5 +1,5 @@
 """Kernel spec of `vx.attention`: softmax(scale * Q K^T + mask) V in one
-dispatch (shaders/attention.comp: online softmax over tiles of 32 (or 16)
+dispatch (glsl/attention.comp: online softmax over tiles of 32 (or 16)
 keys, the scores never leave the workgroup), fp32 or fp16 storage, fp32 arithmetic.
 
 Every operand, and the output, is addressed through (offset, 2 batch
@@ -24,17 +24,17 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import views
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
     RecordContext,
     TensorArg,
     register,
+    views,
 )
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
 
 KEY_TILES = (32, 16)
 """Keys per shared tile (attention.comp's BKV), largest first: 16 lets a

@@ -1,6 +1,6 @@
-"""Kernel specs of `vx.cast` (shaders/cast.comp), `vx.select`
-(shaders/select.comp), and the integer/bool side of `vx.binary` / `vx.unary`
-(shaders/intops.comp: integer arithmetic, comparisons of any device dtype,
+"""Kernel specs of `vx.cast` (glsl/cast.comp), `vx.select`
+(glsl/select.comp), and the integer/bool side of `vx.binary` / `vx.unary`
+(glsl/intops.comp: integer arithmetic, comparisons of any device dtype,
 logical ops, `not`), which `elementwise.py` hands over to this module.
 
 Integers and bools are int32 words on the device (`vulkan/dtypes.py`):
@@ -15,11 +15,7 @@ This module must not import xDSL or the CPU backend, or touch a device.
 
 from __future__ import annotations
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.dtypes import int_bits, is_float
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
@@ -27,8 +23,12 @@ from vknn.runtime.vulkan.kernels import (
     pack_u32,
     register,
 )
-from vknn.runtime.vulkan.kernels.data_movement import check_specs, label, pipeline
-from vknn.runtime.vulkan.shaders import shader_enum
+from vknn.kernels.data_movement import check_specs, label, pipeline
+from vknn.kernels.shaders import shader_enum
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.vulkan.dtypes import int_bits, is_float
 
 SELECT_RANK = 6
 INTOP_RANK = 6

@@ -2,7 +2,7 @@
 
 Each kernel family is one `.comp` source; its variants differ only in
 defines (`VARIANTS`: fp32 storage, fp16 storage) chosen through
-`shaders/precision.glsl`. Compilation runs glslangValidator
+glsl/precision.glsl`. Compilation runs glslangValidator
 (`--target-env vulkan1.1`) and validates the result with spirv-val; the
 SPIR-V is cached in `$VKNN_CACHE_DIR` (default `~/.cache/vknn`)/spirv, keyed
 by a hash of the source, every file it includes, the defines, the target and
@@ -59,8 +59,8 @@ def shader_dir() -> Path:
     env = os.environ.get("VKNN_SHADER_DIR")
     if env:
         return Path(env)
-    # vknn/runtime/vulkan/shaders.py -> repository root / shaders
-    return Path(__file__).resolve().parents[3] / "shaders"
+    # Shipped inside the package (a wheel carries them as package data).
+    return Path(__file__).resolve().parent / "glsl"
 
 
 def cache_dir() -> Path:

@@ -1,5 +1,5 @@
-"""Kernel specs of `vx.softmax`, `vx.log_softmax` (`shaders/softmax.comp`)
-and `vx.layernorm` (`shaders/layernorm.comp`): one workgroup per row, rows
+"""Kernel specs of `vx.softmax`, `vx.log_softmax` (glsl/softmax.comp`)
+and `vx.layernorm` (glsl/layernorm.comp`): one workgroup per row, rows
 cached in registers when short, reductions through subgroup arithmetic
 where the device has it (`reduce.reduction_shader`).
 
@@ -15,17 +15,17 @@ from __future__ import annotations
 import math
 import struct
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
     RecordContext,
     TensorArg,
     register,
 )
-from vknn.runtime.vulkan.kernels.reduce import reduction_shader, row_dispatches, row_size
+from vknn.kernels.reduce import reduction_shader, row_dispatches, row_size
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
 
 CACHE = 8
 """Elements per invocation kept in registers (`#define CACHE` in both shaders)."""

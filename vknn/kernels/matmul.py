@@ -1,6 +1,6 @@
 """Kernel specs of `vx.matmul` (batched, numpy-broadcast batch dims) and
 `vx.gemm` (alpha * op(A) @ op(B) + beta * C): one tiled shared-memory GEMM,
-`shaders/matmul.comp`.
+glsl/matmul.comp`.
 
 Operands are addressed through element strides (push constants), so
 trans_a / trans_b and broadcast batch dims cost no copies and every shape
@@ -43,20 +43,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import epilogues, pointwise_codegen, views
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
     RecordContext,
     TensorArg,
     TuneConfig,
     TuningSpace,
+    epilogues,
+    pointwise_codegen,
     register,
+    views,
 )
-from vknn.runtime.vulkan.kernels.conv import (
+from vknn.kernels.conv import (
     BK,
     heuristic_splits,
     kchunk_for,
@@ -65,9 +64,12 @@ from vknn.runtime.vulkan.kernels.conv import (
     split_neighbours,
     split_options,
 )
-from vknn.runtime.vulkan.kernels.elementwise import collapse_broadcast
+from vknn.kernels.elementwise import collapse_broadcast
+from vknn.kernels.shaders import register_variant
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.memory import TensorRef
-from vknn.runtime.vulkan.shaders import register_variant
 
 MAX_BATCH_RANK = 3
 SPLITK_SINGLE_DISPATCH = False

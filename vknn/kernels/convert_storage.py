@@ -1,4 +1,4 @@
-"""Storage conversions of float tensors (`shaders/convert_storage.comp`):
+"""Storage conversions of float tensors (glsl/convert_storage.comp`):
 fp16 <-> fp32 words and flat <-> NC4HW4, in one dispatch.
 
 Not a plan op: the executor records these where a step reads or writes a
@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     RecordContext,
     flat_dispatches,
     local_size,
     pack_u32,
     units_per_binding,
 )
+from vknn.runtime.vulkan.commands import Binding, Dispatch
 from vknn.runtime.vulkan.memory import TensorRef
 
 LABEL = "convert"

@@ -67,7 +67,7 @@ class RecordContext:
     attributes) into a device buffer the executor owns for its lifetime."""
     fastmath: bool = False
     """Pipelines get FPFastMathDefault (already decided for the device:
-    `vknn.runtime.spirv.fastmath_enabled`)."""
+    `vknn.kernels.spirv.fastmath_enabled`)."""
     tuning: Mapping[str, Mapping[str, Any]] | None = None
     """The autotune table (key -> config): a tunable recorder records the
     listed config of its step's key, when valid here, over its heuristic."""
@@ -205,7 +205,7 @@ def record_chunked(record: Recorder) -> Recorder:
         limit = ctx.caps.max_storage_buffer_range
         if all(t.ref.nbytes <= limit for t in [*ins, *outs]):
             return record(step, ctx, ins, outs)
-        from vknn.runtime.vulkan.layouts import as_padded
+        from vknn.kernels.layouts import as_padded
 
         ins, outs = as_padded(ins), as_padded(outs)
         n = outs[0].size
@@ -315,15 +315,15 @@ def pack_u32(*values: int) -> bytes:
 
 
 # Registration: importing the families fills KERNELS.
-from vknn.runtime.vulkan.kernels import attention as _attention  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import cast_select as _cast_select  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import conv as _conv  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import data_movement as _data_movement  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import elementwise as _elementwise  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import fused_pointwise as _fused_pointwise  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import matmul as _matmul  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import normalization as _normalization  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import pool as _pool  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import quant as _quant  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import reduce as _reduce  # noqa: E402, F401
-from vknn.runtime.vulkan.kernels import resize as _resize  # noqa: E402, F401
+from vknn.kernels import attention as _attention  # noqa: E402, F401
+from vknn.kernels import cast_select as _cast_select  # noqa: E402, F401
+from vknn.kernels import conv as _conv  # noqa: E402, F401
+from vknn.kernels import data_movement as _data_movement  # noqa: E402, F401
+from vknn.kernels import elementwise as _elementwise  # noqa: E402, F401
+from vknn.kernels import fused_pointwise as _fused_pointwise  # noqa: E402, F401
+from vknn.kernels import matmul as _matmul  # noqa: E402, F401
+from vknn.kernels import normalization as _normalization  # noqa: E402, F401
+from vknn.kernels import pool as _pool  # noqa: E402, F401
+from vknn.kernels import quant as _quant  # noqa: E402, F401
+from vknn.kernels import reduce as _reduce  # noqa: E402, F401
+from vknn.kernels import resize as _resize  # noqa: E402, F401

@@ -1,5 +1,5 @@
-"""Kernel specs of `vx.pool` (shaders/pool.comp, pool_global.comp) and
-`vx.lrn` (shaders/lrn.comp) on logical NCHW tensors, fp32 or fp16 storage.
+"""Kernel specs of `vx.pool` (glsl/pool.comp, pool_global.comp) and
+`vx.lrn` (glsl/lrn.comp) on logical NCHW tensors, fp32 or fp16 storage.
 
 A pool whose window is the whole plane (a global pool: output 1x1, no pads)
 is a reduction per (n, c) plane, done by `LANES` cooperating invocations
@@ -16,23 +16,23 @@ from __future__ import annotations
 import math
 import struct
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import epilogues
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
+    epilogues,
     flat_dispatches,
     local_size,
     register,
     units_per_binding,
 )
-from vknn.runtime.vulkan.kernels.conv import _float_specs, _tensor_limits
-from vknn.runtime.vulkan.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
+from vknn.kernels.conv import _float_specs, _tensor_limits
+from vknn.kernels.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
+from vknn.kernels.shaders import shader_enum
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
 from vknn.runtime.vulkan.memory import TensorRef
-from vknn.runtime.vulkan.shaders import shader_enum
 
 _POOL_PUSH = struct.Struct("<17If")
 _GLOBAL_PUSH = struct.Struct("<4If")

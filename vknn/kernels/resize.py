@@ -1,4 +1,4 @@
-"""Kernel spec of `vx.resize` (shaders/resize.comp): nearest (every nearest
+"""Kernel spec of `vx.resize` (glsl/resize.comp): nearest (every nearest
 mode) and N-linear, every coordinate mode `vx` keeps, up to 6 dims; cubic is
 refused (it stays on the CPU).
 
@@ -16,19 +16,19 @@ import struct
 
 import numpy as np
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.resize_coords import nearest_index, source_coords
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.dtypes import is_float
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
     flat_dispatches,
     register,
 )
-from vknn.runtime.vulkan.kernels.data_movement import check_specs, label, pipeline, row_strides
+from vknn.kernels.data_movement import check_specs, label, pipeline, row_strides
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.resize_coords import nearest_index, source_coords
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Binding, Dispatch
+from vknn.runtime.vulkan.dtypes import is_float
 
 RANK = 6
 COORDINATE_MODES = (

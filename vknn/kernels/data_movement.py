@@ -1,7 +1,7 @@
 """Kernel specs of the data-movement ops on flat row-major storage:
 `vx.reshape` and `vx.convert_layout` (aliases: no dispatch, no memory),
 `vx.transpose`, `vx.slice`, `vx.expand` and `vx.concat` (all one strided
-copy shader, shaders/copy.comp), `vx.gather` (gather.comp) and `vx.pad`
+copy shader, glsl/copy.comp), `vx.gather` (gather.comp) and `vx.pad`
 (pad.comp).
 
 These kernels address row-major tensors. `vx.reshape` and
@@ -27,11 +27,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import replace
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.dtypes import dtype_refusal, elem_variant
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
@@ -39,11 +35,15 @@ from vknn.runtime.vulkan.kernels import (
     local_size,
     register,
 )
-from vknn.runtime.vulkan.layouts import Nc4hw4Io, block_shape, packable
+from vknn.kernels.layouts import Nc4hw4Io, block_shape, packable
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.vulkan.dtypes import dtype_refusal, elem_variant
 from vknn.runtime.vulkan.pipeline import ComputePipeline, PipelineKey
 
 COPY_RANK = 8
-"""Dims of shaders/copy.comp after collapsing."""
+"""Dims of glsl/copy.comp after collapsing."""
 PAD_RANK = 6
 MAX_ELEMENTS = (1 << 31) - 1
 """Shaders index with signed 32-bit ints (negative slice strides)."""

@@ -1,5 +1,5 @@
-"""Kernel specs of `vx.unary` (shaders/unary.comp) and `vx.binary`
-(shaders/binary.comp): flat element-wise kernels on fp32 or fp16 storage.
+"""Kernel specs of `vx.unary` (glsl/unary.comp) and `vx.binary`
+(glsl/binary.comp): flat element-wise kernels on fp32 or fp16 storage.
 
 The op kind is a specialization constant (one pipeline per kind, dead branches
 folded by the driver); shapes are push constants, so every shape of a kind
@@ -18,10 +18,7 @@ from __future__ import annotations
 import math
 import struct
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     FLOAT_DTYPES,
     KernelSpec,
     RecordContext,
@@ -31,9 +28,12 @@ from vknn.runtime.vulkan.kernels import (
     pack_u32,
     register,
 )
-from vknn.runtime.vulkan.kernels import cast_select as intops
-from vknn.runtime.vulkan.layouts import as_padded, elementwise_nc4hw4
-from vknn.runtime.vulkan.shaders import shader_enum
+from vknn.kernels import cast_select as intops
+from vknn.kernels.layouts import as_padded, elementwise_nc4hw4
+from vknn.kernels.shaders import shader_enum
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
 
 MAX_RANK = 6
 UNARY_REFUSED = {

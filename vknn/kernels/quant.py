@@ -1,4 +1,4 @@
-"""Kernel specs of `vx.quantize` and `vx.dequantize` (shaders/quant.comp),
+"""Kernel specs of `vx.quantize` and `vx.dequantize` (glsl/quant.comp),
 per tensor or per axis, with or without a zero point.
 
 Integer tensors are int32 words (`vulkan/dtypes.py`); the quantized range
@@ -17,18 +17,18 @@ import struct
 
 import numpy as np
 
-from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.dtypes import is_float
-from vknn.runtime.vulkan.kernels import (
+from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
     flat_dispatches,
     register,
 )
-from vknn.runtime.vulkan.kernels.data_movement import check_specs, label, pipeline
+from vknn.kernels.data_movement import check_specs, label, pipeline
+from vknn.runtime.plan import Step, TensorSpec
+from vknn.runtime.vulkan.caps import DeviceCaps
+from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.vulkan.dtypes import is_float
 
 _PUSH = struct.Struct("<IIIIii")
 
