@@ -24,7 +24,7 @@ def main() -> int:
     from bench_models import DIMS, build_model, heavy_gpu_work, model_feeds, sm_clock
 
     import vknn
-    from vknn.runtime.session import format_profile
+    from vknn.session import format_profile
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("model")

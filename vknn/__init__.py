@@ -12,9 +12,9 @@ from vknn.errors import (
     Unsupported,
     VknnError,
 )
-from vknn.runtime.config import Config
-from vknn.runtime.ort_compat import InferenceSession
-from vknn.runtime.session import Session
+from vknn.config import Config
+from vknn.ort_compat import InferenceSession
+from vknn.session import Session
 
 __version__ = "0.1.0"
 

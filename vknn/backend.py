@@ -17,8 +17,8 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
 
-from vknn.runtime.config import Config
-from vknn.runtime.session import Session
+from vknn.config import Config
+from vknn.session import Session
 
 _DEVICES = {
     "CPU": ("cpu",),

@@ -20,7 +20,7 @@ import vknn
 from tests.unit.models import light_model
 from vknn.ir.plan_to_vkd import build_vxm
 from vknn.runtime.plan import Plan, Step, TensorSpec
-from vknn.runtime.plan_codec import decode_plan, decode_value, encode_plan, encode_value
+from vknn.runtime.codec import decode_plan, decode_value, encode_plan, encode_value
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vxm import FORMAT_VERSION, decode_vxm, load_vxm
 from vknn.tools.cli import main as cli_main
@@ -147,7 +147,7 @@ def test_codec_values_roundtrip_exactly() -> None:
 
 
 def test_codec_rejects_unknown_values() -> None:
-    from vknn.runtime.plan_codec import PlanCodecError
+    from vknn.runtime.codec import PlanCodecError
 
     with pytest.raises(PlanCodecError, match="cannot encode a plan value of type set"):
         encode_value({1, 2})

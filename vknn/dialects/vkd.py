@@ -1,25 +1,44 @@
-"""The `vkd` dialect: what the runtime executes, one Vulkan dispatch at a time.
+"""The `vkd` dialect: the Vulkan-dispatch IR, the contract between the compiler
+and the runtime.
 
-`vkd` is the last IR before serialization. A module holds `vkd.kernel`
-declarations (one per compiled shader variant, shared by all plans) and one
-`vkd.plan` per plan bucket. A plan lists, in execution order:
+Two levels, one dialect (the passes lower from the first to the second):
 
-    vkd.input / vkd.output      graph boundary tensors, host NCHW, by name
-    vkd.arena                   one block of memory (device or host), sized by the planner
-    vkd.alloc                   a tensor at a byte offset in an arena
-    vkd.weight                  a constant tensor, prepacked bytes in a dense_resource
-    vkd.vulkan_segment          uploads, dispatches, barriers, copies, downloads:
-                                recorded once into one command buffer
-    vkd.cpu_segment             graph ops (`vx.*`, `onnx.*`) run by the CPU backend on
-                                host NCHW tensors, each carrying its fallback reason
+Graph level (tensors are SSA values of builtin tensor types):
 
-Tensors are buffers, not values: a dispatch writes into one of its binding
-operands, so order inside a segment is meaningful and these ops have effects.
-None of the effectful ops is `Pure` (the greedy rewriter would erase them).
+    vkd.segment "vulkan"|"cpu"  a maximal run of ops on one backend (`partition`);
+                                isolated: its inputs are operands and block
+                                arguments, its results come from `vkd.yield`
+    vkd.with_epilogue           a host op (conv, matmul, pool, ...) and the fused
+                                pointwise epilogue it applies before storing
+                                (`merge-epilogues`)
+    vkd.view / vkd.alias        a strided view of another tensor's memory that a
+                                kernel reads in place, and the same bytes under
+                                another shape (`fold-views`)
+    vkd.convert                 a storage conversion between forms
+                                ("f16:nc4hw4", "f32:flat", ...) (`assign-storage`)
 
-Every number the runtime needs is an attribute (offsets, sizes, push-constant
-words, specialization constants, group counts, query slots), so a serializer
-can walk this IR into plain data; the runtime never imports xDSL.
+Buffer level (what the runtime replays, `convert-vx-to-vkd` onwards):
+
+    vkd.kernel                  one pipeline: shader variant, local size,
+                                bindings, push size, specialization constants
+    vkd.vulkan_segment          host tensors in, host tensors out; its body is
+                                recorded once into one command buffer:
+      vkd.arena                   one block of memory (planned by `plan-memory`)
+      vkd.alloc / vkd.subview     a tensor at a byte offset of an arena / of a tensor
+      vkd.weight                  a constant (weights, kernel tables) in its
+                                  device form, bytes by dense_resource handle
+      vkd.upload / vkd.download   host <-> device at the segment's edges
+      vkd.dispatch                one vkCmdDispatch: buffers with byte ranges,
+                                  push-constant words, group counts
+      vkd.barrier                 one vkCmdPipelineBarrier (`insert-barriers`)
+      vkd.copy                    one vkCmdCopyBuffer
+
+Tensors at the buffer level are buffers, not values: a dispatch writes into
+one of its binding operands, so order inside a segment is meaningful and those
+ops have effects; none of them is `Pure` (the greedy rewriter would erase them).
+Every number the runtime needs is an attribute (offsets, sizes, push words,
+specialization constants, group counts), so `vknn.program` walks the module
+into plain data and the runtime never imports xDSL.
 
 This module only defines IR and checks it; it does not lower, plan or
 serialize anything, and it must not depend on the runtime.
@@ -31,7 +50,6 @@ import math
 import struct
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import cast
 
 from xdsl.dialects.builtin import (
     I32,
@@ -52,6 +70,7 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
     f32,
     i32,
     i64,
@@ -59,7 +78,6 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import (
     Attribute,
-    Block,
     Dialect,
     Operation,
     ParametrizedAttribute,
@@ -69,11 +87,11 @@ from xdsl.ir import (
     TypeAttribute,
 )
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     param_def,
     prop_def,
@@ -81,6 +99,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable,
@@ -92,26 +111,29 @@ from xdsl.irdl.declarative_assembly_format import (
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
-    ConstantLike,
     HasParent,
     IsolatedFromAbove,
     IsTerminator,
-    NoTerminator,
-    Pure,
     SymbolOpInterface,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 
 REASON_ATTR = "vkd.reason"
-"""Op attribute on each op of a `vkd.cpu_segment`: why it is not on the GPU."""
+"""Op attribute in a `vkd.segment "cpu"`: why the op is not on the GPU."""
+BACKEND_ATTR = "vkd.backend"
+"""Op attribute set by `partition`: the backend that runs the op."""
 NAME_ATTR = "onnx.name"
 """Op attribute on a `vkd.dispatch`: the ONNX node(s) it computes, for the profiler."""
+STORAGE_ATTR = "vkd.storage"
+"""Op attribute set by `assign-storage`: per result, its device storage form."""
+ARG_STORAGE_ATTR = "vkd.arg_storage"
+"""`vkd.segment` attribute set by `assign-storage`: per block argument, its form."""
 
 MAX_RANK_NC4HW4 = 4
 MAX_RANK_FLAT = 8
 MIN_ALIGNMENT = 16
 """Arena offsets are at least this aligned: vec4 loads of fp32 need 16 bytes."""
+SEGMENT_BACKENDS = ("vulkan", "cpu")
 
 
 # ---------------------------------------------------------------------------
@@ -163,10 +185,18 @@ class Stage(StrEnum):
 
 
 class Memory(StrEnum):
-    """Where an arena lives."""
+    """Where an arena lives (its buffer's memory type and role)."""
 
     DEVICE = "device"
-    HOST = "host"
+    """Intermediates and segment tensors: device-local (and host-visible when
+    the target's memory model writes inputs in place)."""
+    CONST = "const"
+    """Weights and tables, written once when the program is loaded."""
+    STAGING = "staging"
+    """Host-visible memory inputs are written to and copied from (target
+    memory model `staging`)."""
+    READBACK = "readback"
+    """Host-visible, host-cached memory outputs are copied to and read from."""
 
 
 @irdl_attr_definition
@@ -316,8 +346,8 @@ class TensorBufferType(ParametrizedAttribute, TypeAttribute):
             )
         if isinstance(elem, AnyFloat) and isinstance(storage, _DEVICE_FLOAT_STORAGE):
             return
-        if elem == i64 and storage == i32:
-            return  # indices: GPUs without int64 keep them as i32
+        if isinstance(elem, IntegerType) and storage in (i32, i64):
+            return  # integers and bools are stored as 32-bit words (int64 as i64 or i32)
         raise VerifyException(f"vkd.tensor cannot store {elem} elements as {storage}")
 
 
@@ -326,6 +356,25 @@ class ArenaType(ParametrizedAttribute, TypeAttribute):
     """The type of a `vkd.arena`: one block of memory that allocations live in."""
 
     name = "vkd.arena"
+
+
+@irdl_attr_definition
+class TargetAttr(ParametrizedAttribute):
+    """`#vkd.target<{name = "lavapipe", max_storage_buffer_range = ..., ...}>`:
+    what the compiler may rely on about the device (`vknn.runtime.target.Target`
+    as a dictionary). Set on the module by the first pass that needs it;
+    every decision after that reads it from there."""
+
+    name = "vkd.target"
+
+    fields: DictionaryAttr = param_def(DictionaryAttr)
+
+    def __init__(self, fields: DictionaryAttr):
+        super().__init__(fields)
+
+
+TARGET_ATTR = "vkd.target"
+"""Module attribute holding the `#vkd.target` every lowering decision used."""
 
 
 def _tensor(value: SSAValue) -> TensorBufferType:
@@ -407,6 +456,26 @@ class AccessList(CustomDirective):
             printer.print_list(items.data, lambda a: printer.print_string(a.data.value))
 
 
+@irdl_custom_directive
+class StageList(CustomDirective):
+    """`[compute, transfer]`: the pipeline stages one side of a barrier names."""
+
+    stages: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        items = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: StageAttr(parser.parse_str_enum(Stage))
+        )
+        self.stages.set(state, ArrayAttr(items))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        items = self.stages.get(op)
+        assert isinstance(items, ArrayAttr)
+        with printer.in_square_brackets():
+            printer.print_list(items.data, lambda a: printer.print_string(a.data.value))
+
+
 WordAttr = IntegerAttr[I32] | FloatAttr[Float32Type]
 
 
@@ -428,36 +497,292 @@ def _check_words(op: Operation, what: str, words: ArrayAttr) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Module level: kernels and plans
+# Storage forms
 # ---------------------------------------------------------------------------
+
+
+def parse_form(form: str) -> tuple[str, str]:
+    """("f16"|"f32", "flat"|"nc4hw4") of a storage form string "f16:nc4hw4"."""
+    width, _, layout = form.partition(":")
+    if width not in ("f16", "f32") or layout not in ("flat", "nc4hw4"):
+        raise VerifyException(
+            f'storage form {form!r}: expected <f16|f32>:<flat|nc4hw4>, e.g. "f16:nc4hw4"'
+        )
+    return width, layout
+
+
+# ---------------------------------------------------------------------------
+# Graph level
+# ---------------------------------------------------------------------------
+
+
+def _check_yield(op: Operation, body: Region, results: Sequence[SSAValue]) -> None:
+    last = body.block.last_op
+    if not isinstance(last, YieldOp):
+        raise VerifyException(f"{op.name}: the body must end with vkd.yield")
+    got = [v.type for v in last.values]
+    want = [r.type for r in results]
+    if got != want:
+        raise VerifyException(f"{op.name}: vkd.yield gives {got}, the op returns {want}")
+
+
+def _check_args(op: Operation, body: Region, inputs: Sequence[SSAValue]) -> None:
+    args = [a.type for a in body.block.args]
+    want = [v.type for v in inputs]
+    if args != want:
+        raise VerifyException(f"{op.name}: block arguments {args} do not match the operands {want}")
+
+
+@irdl_op_definition
+class SegmentOp(IRDLOperation):
+    """A maximal run of graph ops on one backend, in execution order (the
+    `partition` pass). Isolated: what it reads from outside are its operands
+    (block arguments inside); constants it reads are cloned in; its results
+    are the values later segments or the function's return read."""
+
+    name = "vkd.segment"
+
+    backend = prop_def(StringAttr)
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    traits = traits_def(IsolatedFromAbove())
+    assembly_format = (
+        "$backend `(` $inputs `)` attr-dict-with-keyword `:` "
+        "functional-type($inputs, $outputs) $body"
+    )
+
+    def __init__(
+        self,
+        backend: str,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        body: Region,
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_types],
+            properties={"backend": StringAttr(backend)},
+            regions=[body],
+        )
+
+    def verify_(self) -> None:
+        if self.backend.data not in SEGMENT_BACKENDS:
+            raise VerifyException(
+                f"vkd.segment: backend {self.backend.data!r} is not one of {SEGMENT_BACKENDS}"
+            )
+        _check_args(self, self.body, self.inputs)
+        _check_yield(self, self.body, self.outputs)
+
+
+@irdl_op_definition
+class WithEpilogueOp(IRDLOperation):
+    """A host op and the pointwise epilogue it applies before it stores
+    (`merge-epilogues`): the body holds the host op (reading the first block
+    arguments), then a `vx.fused_pointwise` whose operand 0 is the host's
+    result and whose other operands are the remaining block arguments, then
+    `vkd.yield` of the epilogue's result. One kernel runs both."""
+
+    name = "vkd.with_epilogue"
+
+    inputs = var_operand_def()
+    output = result_def()
+    body = region_def("single_block")
+
+    traits = traits_def(IsolatedFromAbove())
+    assembly_format = (
+        "`(` $inputs `)` attr-dict-with-keyword `:` functional-type($inputs, $output) $body"
+    )
+
+    def __init__(self, inputs: Sequence[SSAValue], result_type: Attribute, body: Region):
+        super().__init__(operands=[inputs], result_types=[result_type], regions=[body])
+
+    @property
+    def host(self) -> Operation:
+        op = self.body.block.first_op
+        assert op is not None
+        return op
+
+    @property
+    def epilogue(self) -> Operation:
+        host = self.host
+        assert host.next_op is not None
+        return host.next_op
+
+    def verify_(self) -> None:
+        _check_args(self, self.body, self.inputs)
+        _check_yield(self, self.body, [self.output])
+        ops = list(self.body.block.ops)
+        if len(ops) != 3 or ops[1].name != "vx.fused_pointwise":
+            raise VerifyException(
+                "vkd.with_epilogue: the body is a host op, a vx.fused_pointwise and vkd.yield"
+            )
+        host, epi = ops[0], ops[1]
+        if len(host.results) != 1 or not epi.operands or epi.operands[0] is not host.results[0]:
+            raise VerifyException(
+                "vkd.with_epilogue: the epilogue's first operand must be the host's one result"
+            )
+        if host.results[0].uses.get_length() != 1:
+            raise VerifyException("vkd.with_epilogue: only the epilogue may read the host result")
+        n_host = len(host.operands)
+        args = list(self.body.block.args)
+        if list(host.operands) != args[:n_host] or list(epi.operands[1:]) != args[n_host:]:
+            raise VerifyException(
+                "vkd.with_epilogue: the host reads the first block arguments in order and "
+                "the epilogue the rest"
+            )
+
+
+def _numel(t: Attribute) -> int:
+    if isinstance(t, TensorType):
+        return math.prod(t.get_shape())
+    if isinstance(t, TensorBufferType):
+        return math.prod(t.get_shape())
+    raise VerifyException(f"expected a tensor type, got {t}")
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A strided view of `source`'s memory: element i of the result is element
+    `offset + sum(i_d * strides[d])` of the source in row-major order. No
+    data moves: the reading kernel addresses the source this way
+    (`fold-views`). The result's shape is its type's."""
+
+    name = "vkd.view"
+
+    source = operand_def()
+    offset = prop_def(IntegerAttr[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    result = result_def()
+
+    assembly_format = (
+        "$source `offset` $offset `strides` $strides attr-dict `:` type($source) `->` type($result)"
+    )
+
+    def __init__(self, source: SSAValue, offset: int, strides: Sequence[int], result: Attribute):
+        super().__init__(
+            operands=[source],
+            result_types=[result],
+            properties={
+                "offset": IntegerAttr(offset, i64),
+                "strides": DenseArrayBase.from_list(i64, list(strides)),
+            },
+        )
+
+    def verify_(self) -> None:
+        if not isinstance(self.result.type, TensorType):
+            raise VerifyException("vkd.view: the result must be a tensor")
+        shape = self.result.type.get_shape()
+        strides = self.strides.get_values()
+        if len(strides) != len(shape):
+            raise VerifyException(
+                f"vkd.view: {len(strides)} strides for a rank-{len(shape)} result"
+            )
+        off = self.offset.value.data
+        last = off + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if d > 0)
+        first = off + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if s < 0)
+        if min(off, first) < 0 or last >= max(1, _numel(self.source.type)):
+            raise VerifyException(
+                f"vkd.view: offset {off} and strides {list(strides)} reach outside the "
+                f"{_numel(self.source.type)} elements of the source"
+            )
+
+
+@irdl_op_definition
+class AliasOp(IRDLOperation):
+    """The same bytes as `source` under another type: a reshape of a flat
+    tensor, or the row-major end of a chain a kernel wrote through a view
+    (`vkd.out_view` on the producer). No data moves."""
+
+    name = "vkd.alias"
+
+    source = operand_def()
+    result = result_def()
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result: Attribute):
+        super().__init__(operands=[source], result_types=[result])
+
+    def verify_(self) -> None:
+        if _numel(self.source.type) != _numel(self.result.type):
+            raise VerifyException(
+                f"vkd.alias: {self.source.type} and {self.result.type} differ in element count"
+            )
+
+
+@irdl_op_definition
+class ConvertOp(IRDLOperation):
+    """A storage conversion (`assign-storage`): the same logical tensor, from
+    one device form to another (fp16/fp32 words, flat/NC4HW4 layout). Of a
+    constant it is done once, when the weights are packed; otherwise it is a
+    dispatch of the conversion kernel."""
+
+    name = "vkd.convert"
+
+    source = operand_def(TensorType)
+    from_form = prop_def(StringAttr, prop_name="from")
+    to_form = prop_def(StringAttr, prop_name="to")
+    result = result_def(TensorType)
+
+    assembly_format = "$source `from` $from `to` $to attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, from_form: str, to_form: str):
+        super().__init__(
+            operands=[source],
+            result_types=[source.type],
+            properties={"from": StringAttr(from_form), "to": StringAttr(to_form)},
+        )
+
+    def verify_(self) -> None:
+        if self.source.type != self.result.type:
+            raise VerifyException("vkd.convert: the result has the source's tensor type")
+        parse_form(self.from_form.data)
+        parse_form(self.to_form.data)
+        if self.from_form == self.to_form:
+            raise VerifyException(f"vkd.convert: from and to are both {self.to_form.data!r}")
+
+
+# ---------------------------------------------------------------------------
+# Buffer level: kernels
+# ---------------------------------------------------------------------------
+
+
+def _string_dict(d: dict[str, str]) -> DictionaryAttr:
+    return DictionaryAttr({k: StringAttr(v) for k, v in sorted(d.items())})
 
 
 @irdl_op_definition
 class KernelOp(IRDLOperation):
-    """One compiled shader variant: what the runtime needs to build its pipeline.
-
-    `shader` names the GLSL source (`shaders/<shader>.comp`); `precision` picks
-    the storage macros; `epilogue`, when present, keys the generated pointwise
-    epilogue spliced into its store. Dispatches supply the push-constant words
-    and the values of `spec_ids`."""
+    """One pipeline: shader family (`glsl/<shader>.comp`) built as `variant`
+    (fp32 / fp16 storage) with `defines` and the generated include files in
+    `sources` (a fused pointwise body), patched with fast math when
+    `fastmath`; `local_size`, one storage-buffer binding per `bindings`
+    entry, a push-constant block of `push` bytes, and the specialization
+    constants `spec_ids` = `spec` (constant 0 is the local size x)."""
 
     name = "vkd.kernel"
 
     sym_name = prop_def(SymbolNameConstraint())
     shader = prop_def(StringAttr)
     precision = prop_def(PrecisionAttr)
-    epilogue = opt_prop_def(StringAttr)
     local_size = prop_def(DenseArrayBase[I32])
     bindings = prop_def(ArrayAttr[AccessAttr])
     push_size = prop_def(IntegerAttr[I32])
     spec_ids = prop_def(DenseArrayBase[I32])
+    spec = prop_def(ArrayAttr)
+    defines = prop_def(DictionaryAttr)
+    sources = prop_def(DictionaryAttr)
+    fastmath = opt_prop_def(UnitAttr)
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
-    custom_directives = (AccessList,)
+    custom_directives = (AccessList, Words)
     assembly_format = (
-        "$sym_name `shader` $shader $precision (`epilogue` $epilogue^)? "
-        "`local_size` $local_size `bindings` custom<AccessList>($bindings) "
-        "`push` $push_size `spec` $spec_ids attr-dict"
+        "$sym_name `shader` $shader $precision `local_size` $local_size "
+        "`bindings` custom<AccessList>($bindings) `push` $push_size "
+        "`spec` $spec_ids `=` custom<Words>($spec) (`fastmath` $fastmath^)? "
+        "`defines` $defines `sources` $sources attr-dict"
     )
 
     def __init__(
@@ -469,19 +794,24 @@ class KernelOp(IRDLOperation):
         local_size: Sequence[int],
         bindings: Sequence[Access],
         push_size: int,
-        spec_ids: Sequence[int] = (),
-        epilogue: str | None = None,
+        spec: Sequence[tuple[int, int | float]] = (),
+        defines: dict[str, str] | None = None,
+        sources: dict[str, str] | None = None,
+        fastmath: bool = False,
     ):
         super().__init__(
             properties={
                 "sym_name": StringAttr(sym_name),
                 "shader": StringAttr(shader),
                 "precision": PrecisionAttr(precision),
-                "epilogue": StringAttr(epilogue) if epilogue is not None else None,
                 "local_size": _i32s(local_size),
                 "bindings": ArrayAttr([AccessAttr(a) for a in bindings]),
                 "push_size": IntegerAttr(push_size, i32),
-                "spec_ids": _i32s(spec_ids),
+                "spec_ids": _i32s([i for i, _ in spec]),
+                "spec": words([v for _, v in spec]),
+                "defines": _string_dict(defines or {}),
+                "sources": _string_dict(sources or {}),
+                "fastmath": UnitAttr() if fastmath else None,
             }
         )
 
@@ -504,453 +834,311 @@ class KernelOp(IRDLOperation):
                 f"{where}: push constant size {push} must be a non-negative multiple of 4 bytes"
             )
         ids = self.spec_ids.get_values()
-        if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
-            raise VerifyException(f"{where}: spec ids must be distinct and >= 0, got {list(ids)}")
-
-
-@irdl_op_definition
-class PlanOp(IRDLOperation):
-    """One plan bucket: everything needed to run the graph for one input-shape
-    set, with its segments in execution order."""
-
-    name = "vkd.plan"
-
-    sym_name = prop_def(SymbolNameConstraint())
-    inputs = prop_def(DictionaryAttr)
-    """Graph input name -> `array<i64: ...>` static shape: the bucket key."""
-    body = region_def("single_block")
-
-    traits = traits_def(SymbolOpInterface(), NoTerminator(), HasParent(ModuleOp))
-    assembly_format = "$sym_name `inputs` $inputs attr-dict-with-keyword $body"
-
-    def __init__(self, sym_name: str, inputs: dict[str, Sequence[int]], body: Region | None = None):
-        shapes = {k: DenseArrayBase.from_list(i64, v) for k, v in inputs.items()}
-        super().__init__(
-            properties={"sym_name": StringAttr(sym_name), "inputs": DictionaryAttr(shapes)},
-            regions=[body if body is not None else Region(Block())],
-        )
-
-    def input_shapes(self) -> dict[str, tuple[int, ...]]:
-        shapes: dict[str, tuple[int, ...]] = {}
-        for name, shape in self.inputs.data.items():
-            if not isinstance(shape, DenseArrayBase) or shape.elt_type != i64:
-                raise VerifyException(
-                    f"vkd.plan @{self.sym_name.data}: input '{name}' shape must be an "
-                    f"array<i64: ...>, got {shape}"
-                )
-            shapes[name] = tuple(cast(Sequence[int], shape.get_values()))
-        return shapes
-
-    def verify_(self) -> None:
-        where = f"vkd.plan @{self.sym_name.data}"
-        shapes = self.input_shapes()
-        for name, shape in shapes.items():
-            if any(d < 0 for d in shape):
-                raise VerifyException(
-                    f"{where}: input '{name}' shape {list(shape)} is not static; "
-                    "a plan bucket serves exactly one shape per input"
-                )
-        declared: dict[str, tuple[int, ...]] = {}
-        outputs: set[str] = set()
-        for op in self.body.block.ops:
-            if not isinstance(op, _PLAN_MEMBERS):
-                raise VerifyException(
-                    f"{where}: '{op.name}' cannot appear in a plan (expected tensors, "
-                    "arenas or segments)"
-                )
-            if isinstance(op, InputOp):
-                if op.io_name.data in declared:
-                    raise VerifyException(f"{where}: input '{op.io_name.data}' declared twice")
-                declared[op.io_name.data] = _tensor(op.result).get_shape()
-            elif isinstance(op, OutputOp):
-                if op.io_name.data in outputs:
-                    raise VerifyException(f"{where}: output '{op.io_name.data}' declared twice")
-                outputs.add(op.io_name.data)
-        if declared != shapes:
+        if any(i <= 0 for i in ids) or len(set(ids)) != len(ids):
             raise VerifyException(
-                f"{where}: inputs {_fmt_shapes(shapes)} do not match its vkd.input "
-                f"tensors {_fmt_shapes(declared)}"
+                f"{where}: spec ids must be distinct and > 0 (0 is the local size), got {list(ids)}"
             )
-        # Buckets are selected by exact shape match, so two plans with one key
-        # would make selection ambiguous.
-        module = self.parent_op()
-        if module is not None:
-            for other in module.regions[0].block.ops:
-                if other is not self and isinstance(other, PlanOp):
-                    if other.inputs == self.inputs:
-                        raise VerifyException(
-                            f"{where}: serves the same input shapes as @{other.sym_name.data}"
-                        )
-
-
-def _fmt_shapes(shapes: dict[str, tuple[int, ...]]) -> str:
-    return "{" + ", ".join(f"{k}: {list(v)}" for k, v in shapes.items()) + "}"
+        if len(ids) != len(self.spec.data):
+            raise VerifyException(f"{where}: {len(ids)} spec ids for {len(self.spec.data)} values")
+        _check_words(self, "spec", self.spec)
+        for what, d in (("defines", self.defines), ("sources", self.sources)):
+            if not all(isinstance(v, StringAttr) for v in d.data.values()):
+                raise VerifyException(f"{where}: {what} map names to strings")
 
 
 # ---------------------------------------------------------------------------
-# Segments
+# Buffer level: segments and memory
 # ---------------------------------------------------------------------------
 
 
 @irdl_op_definition
 class VulkanSegmentOp(IRDLOperation):
-    """A run of GPU work recorded once into one command buffer and replayed per
-    run. Uploads come before the first dispatch or copy, downloads after the
-    last, so the runtime may do them on the host around the submit.
-
-    `queries` is the size of the segment's timestamp query pool (absent: no
-    profiling); each profiled dispatch names the first of its two slots."""
+    """GPU work recorded once into one command buffer and replayed per run.
+    Host tensors in (operands, block arguments), host tensors out (results,
+    from `vkd.yield` of `vkd.download`s). Its body declares its memory
+    (arenas, allocs, weights), then runs in order: uploads (host writes
+    before the submit), the recorded commands (dispatches, barriers,
+    copies), downloads (host reads after the fence)."""
 
     name = "vkd.vulkan_segment"
 
-    queries = opt_prop_def(IntegerAttr[I32])
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
     body = region_def("single_block")
 
-    traits = traits_def(NoTerminator(), HasParent(PlanOp))
-    assembly_format = "(`queries` $queries^)? attr-dict-with-keyword $body"
+    traits = traits_def(IsolatedFromAbove())
+    assembly_format = (
+        "`(` $inputs `)` attr-dict-with-keyword `:` functional-type($inputs, $outputs) $body"
+    )
 
-    def __init__(self, body: Region | None = None, *, queries: int | None = None):
-        super().__init__(
-            properties={"queries": IntegerAttr(queries, i32) if queries is not None else None},
-            regions=[body if body is not None else Region(Block())],
-        )
+    def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[inputs], result_types=[result_types], regions=[body])
 
     def verify_(self) -> None:
         where = "vkd.vulkan_segment"
-        ops = list(self.body.block.ops)
-        for op in ops:
-            if not isinstance(op, _VULKAN_MEMBERS):
-                raise VerifyException(
-                    f"{where}: '{op.name}' cannot run in a Vulkan segment (it records only "
-                    "uploads, dispatches, barriers, copies and downloads)"
-                )
-        work = [i for i, op in enumerate(ops) if isinstance(op, DispatchOp | CopyOp)]
-        if work:
-            for i, op in enumerate(ops):
-                if isinstance(op, UploadOp) and i > work[0]:
-                    raise VerifyException(f"{where}: vkd.upload after the first dispatch or copy")
-                if isinstance(op, DownloadOp) and i < work[-1]:
-                    raise VerifyException(f"{where}: vkd.download before the last dispatch or copy")
-        pool = self.queries.value.data if self.queries is not None else 0
-        if pool < 0 or pool % 2:
-            raise VerifyException(f"{where}: queries must be an even count >= 0, got {pool}")
-        used: set[int] = set()
-        for op in ops:
-            if isinstance(op, DispatchOp) and op.query is not None:
-                slot = op.query.value.data
-                if slot < 0 or slot + 1 >= pool:
-                    raise VerifyException(
-                        f"{where}: dispatch query slots {slot}, {slot + 1} are outside the "
-                        f"pool of {pool} queries"
-                    )
-                if slot in used or slot + 1 in used:
-                    raise VerifyException(f"{where}: query slot {slot} used by two dispatches")
-                used.update((slot, slot + 1))
-
-
-@irdl_op_definition
-class CpuSegmentOp(IRDLOperation):
-    """A run of graph ops executed by the CPU backend on host NCHW tensors.
-
-    `ins` are read and `outs` written by the runtime; inside, the region's
-    arguments are builtin tensors of the `ins` and its `vkd.yield` gives the
-    values for the `outs`. Each op carries `vkd.reason`, the reason it fell
-    back, for `Session.fallback_reasons()`."""
-
-    name = "vkd.cpu_segment"
-
-    ins = var_operand_def(TensorBufferType)
-    outs = var_operand_def(TensorBufferType)
-    body = region_def("single_block")
-
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    traits = traits_def(IsolatedFromAbove(), HasParent(PlanOp))
-    assembly_format = (
-        "`ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` ($outs^ `:` type($outs))? `)` "
-        "attr-dict-with-keyword $body"
-    )
-
-    def __init__(self, ins: Sequence[SSAValue], outs: Sequence[SSAValue], body: Region):
-        super().__init__(operands=[ins, outs], regions=[body])
-
-    def verify_(self) -> None:
-        where = "vkd.cpu_segment"
-        for kind, values in (("in", self.ins), ("out", self.outs)):
-            for v in values:
-                if not _tensor(v).is_host:
-                    raise VerifyException(
-                        f"{where}: {kind} tensor {v.type} is not a host (nchw) tensor; "
-                        "download it first"
-                    )
-        block = self.body.block
-        if len(block.args) != len(self.ins):
-            raise VerifyException(
-                f"{where}: {len(block.args)} block arguments for {len(self.ins)} ins"
-            )
-        for arg, v in zip(block.args, self.ins, strict=True):
-            if not _same_tensor(arg.type, _tensor(v)):
-                raise VerifyException(
-                    f"{where}: block argument type {arg.type} does not match in tensor {v.type}"
-                )
-        last = block.last_op
-        if not isinstance(last, YieldOp):
-            raise VerifyException(f"{where}: the body must end with vkd.yield")
-        if len(last.values) != len(self.outs):
-            raise VerifyException(
-                f"{where}: vkd.yield gives {len(last.values)} values for {len(self.outs)} outs"
-            )
-        for y, v in zip(last.values, self.outs, strict=True):
-            if not _same_tensor(y.type, _tensor(v)):
-                raise VerifyException(
-                    f"{where}: yielded type {y.type} does not match out tensor {v.type}"
-                )
-        for op in block.ops:
-            if op is last:
+        _check_args(self, self.body, self.inputs)
+        _check_yield(self, self.body, self.outputs)
+        phase = 0  # 0: uploads, 1: commands, 2: downloads
+        for op in self.body.block.ops:
+            if isinstance(op, (*DECLARATIONS, YieldOp)):
                 continue
-            if op.name.startswith("vkd."):
+            if not isinstance(op, COMMANDS):
                 raise VerifyException(
-                    f"{where}: '{op.name}' cannot appear in a CPU segment (it holds graph ops)"
+                    f"{where}: '{op.name}' cannot run in a Vulkan segment (it declares memory, "
+                    "then uploads, dispatches, barriers, copies and downloads)"
                 )
-            if op.has_trait(ConstantLike):
-                continue
-            if not isinstance(op.attributes.get(REASON_ATTR), StringAttr):
+            now = 0 if isinstance(op, UploadOp) else 2 if isinstance(op, DownloadOp) else 1
+            if now < phase:
                 raise VerifyException(
-                    f"{where}: '{op.name}' has no '{REASON_ATTR}' string saying why it runs on "
-                    "the CPU"
+                    f"{where}: {op.name} after the "
+                    + ("first command" if phase == 1 else "first download")
                 )
-
-
-def _same_tensor(t: Attribute, buf: TensorBufferType) -> bool:
-    return (
-        isinstance(t, TensorType)
-        and t.get_shape() == buf.get_shape()
-        and t.element_type == buf.element_type
-    )
+            phase = now
 
 
 @irdl_op_definition
 class YieldOp(IRDLOperation):
-    """Ends a CPU segment: the values written to its `outs`, in order."""
+    """Ends a segment or an epilogue group: the values it returns, in order."""
 
     name = "vkd.yield"
 
     values = var_operand_def()
 
-    traits = traits_def(IsTerminator(), HasParent(CpuSegmentOp))
+    traits = traits_def(IsTerminator())
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[values])
 
 
-# ---------------------------------------------------------------------------
-# Tensors and memory
-# ---------------------------------------------------------------------------
-
-
-@irdl_op_definition
-class InputOp(IRDLOperation):
-    """A graph input, written by the user before each run (host NCHW)."""
-
-    name = "vkd.input"
-
-    io_name = prop_def(StringAttr, prop_name="name")
-    result = result_def(TensorBufferType)
-
-    traits = traits_def(HasParent(PlanOp))
-    assembly_format = "$name attr-dict `:` type($result)"
-
-    def __init__(self, name: str, type: TensorBufferType):
-        super().__init__(properties={"name": StringAttr(name)}, result_types=[type])
-
-    def verify_(self) -> None:
-        if not _tensor(self.result).is_host:
-            raise VerifyException(
-                f"vkd.input '{self.io_name.data}': graph inputs are host nchw tensors, got "
-                f"{self.result.type}"
-            )
-
-
-@irdl_op_definition
-class OutputOp(IRDLOperation):
-    """A graph output, read by the user after each run (host NCHW); a download
-    or a CPU segment writes it."""
-
-    name = "vkd.output"
-
-    io_name = prop_def(StringAttr, prop_name="name")
-    result = result_def(TensorBufferType)
-
-    traits = traits_def(HasParent(PlanOp))
-    assembly_format = "$name attr-dict `:` type($result)"
-
-    def __init__(self, name: str, type: TensorBufferType):
-        super().__init__(properties={"name": StringAttr(name)}, result_types=[type])
-
-    def verify_(self) -> None:
-        if not _tensor(self.result).is_host:
-            raise VerifyException(
-                f"vkd.output '{self.io_name.data}': graph outputs are host nchw tensors, got "
-                f"{self.result.type}"
-            )
-
-
 @irdl_op_definition
 class ArenaOp(IRDLOperation):
-    """One block of memory for a plan's intermediates, sized by the interval
-    planner: tensors with disjoint live ranges share bytes. Not `Pure`: two
-    arenas of equal size are still two blocks of memory."""
+    """One buffer that allocations live in, sized by `plan-memory`."""
 
     name = "vkd.arena"
 
     memory = prop_def(MemoryAttr)
     size = prop_def(IntegerAttr[I64])
     alignment = prop_def(IntegerAttr[I64])
-    result = result_def(ArenaType())
+    result = result_def(ArenaType)
 
-    traits = traits_def(HasParent(PlanOp))
+    traits = traits_def(HasParent(VulkanSegmentOp))
     assembly_format = "$memory `size` $size `align` $alignment attr-dict"
 
     def __init__(self, memory: Memory, size: int, alignment: int = MIN_ALIGNMENT):
         super().__init__(
+            result_types=[ArenaType()],
             properties={
                 "memory": MemoryAttr(memory),
                 "size": IntegerAttr(size, i64),
                 "alignment": IntegerAttr(alignment, i64),
             },
-            result_types=[ArenaType()],
         )
 
     def verify_(self) -> None:
-        align = self.alignment.value.data
+        size, align = self.size.value.data, self.alignment.value.data
+        if size < 0:
+            raise VerifyException(f"vkd.arena: size {size} is negative")
         if align < MIN_ALIGNMENT or align & (align - 1):
             raise VerifyException(
                 f"vkd.arena: alignment {align} must be a power of two >= {MIN_ALIGNMENT}"
             )
-        if self.size.value.data < 0:
-            raise VerifyException(f"vkd.arena: size {self.size.value.data} is negative")
+
+
+def _placement(
+    op: Operation, arena: SSAValue | None, offset: IntegerAttr | None, size: int
+) -> None:
+    """An op placed in `arena` at `offset` (both or neither) fits it, aligned."""
+    if (arena is None) != (offset is None):
+        raise VerifyException(f"{op.name}: an arena and an offset go together")
+    if arena is None or offset is None:
+        return
+    owner = arena.owner
+    assert isinstance(owner, ArenaOp)
+    off, align = offset.value.data, owner.alignment.value.data
+    if off < 0 or off % align:
+        raise VerifyException(f"{op.name}: offset {off} is not a multiple of the arena's {align}")
+    if off + size > owner.size.value.data:
+        raise VerifyException(
+            f"{op.name}: bytes [{off}, {off + size}) are past the arena's {owner.size.value.data}"
+        )
 
 
 @irdl_op_definition
 class AllocOp(IRDLOperation):
-    """A tensor at a fixed byte offset in an arena. Several allocations may
-    overlap: the planner only overlaps tensors that are never live together."""
+    """Memory for one device tensor: `size` bytes (its storage with the
+    layout's padding, or more when something is placed in it); placed at
+    `offset` in `arena` by `plan-memory`, unplaced before."""
 
     name = "vkd.alloc"
 
-    arena = operand_def(ArenaType)
-    offset = prop_def(IntegerAttr[I64])
+    memory = prop_def(MemoryAttr)
+    arena = opt_operand_def(ArenaType)
+    offset = opt_prop_def(IntegerAttr[I64])
     size = prop_def(IntegerAttr[I64])
     result = result_def(TensorBufferType)
 
-    # Pure: it only names bytes; a dead one may go, two equal ones are one.
-    traits = traits_def(Pure(), HasParent(PlanOp))
-    assembly_format = "$arena `[` $offset `]` `size` $size attr-dict `:` type($result)"
+    traits = traits_def(HasParent(VulkanSegmentOp))
+    assembly_format = "$memory ($arena^ `[` $offset `]`)? `size` $size attr-dict `:` type($result)"
 
     def __init__(
-        self, arena: SSAValue, offset: int, type: TensorBufferType, size: int | None = None
+        self,
+        memory: Memory,
+        size: int,
+        type: TensorBufferType,
+        arena: SSAValue | None = None,
+        offset: int | None = None,
     ):
         super().__init__(
-            operands=[arena],
-            properties={
-                "offset": IntegerAttr(offset, i64),
-                "size": IntegerAttr(size if size is not None else type.byte_size(), i64),
-            },
+            operands=[[arena] if arena is not None else []],
             result_types=[type],
+            properties={
+                "memory": MemoryAttr(memory),
+                "size": IntegerAttr(size, i64),
+                "offset": IntegerAttr(offset, i64) if offset is not None else None,
+            },
         )
 
     def verify_(self) -> None:
-        offset, size = self.offset.value.data, self.size.value.data
         t = _tensor(self.result)
-        where = f"vkd.alloc at offset {offset}"
-        if offset < 0 or offset % MIN_ALIGNMENT:
-            raise VerifyException(f"{where}: offset must be a multiple of {MIN_ALIGNMENT} bytes")
+        size = self.size.value.data
+        if t.is_host:
+            raise VerifyException("vkd.alloc: device tensors only (host tensors are SSA values)")
         if size < t.byte_size():
             raise VerifyException(
-                f"{where}: size {size} is smaller than {t} ({t.byte_size()} bytes)"
+                f"vkd.alloc: size {size} is smaller than the tensor's {t.byte_size()} bytes"
             )
-        arena = self.arena.owner
-        if isinstance(arena, ArenaOp):
-            if offset % arena.alignment.value.data:
+        if self.arena is not None:
+            owner = self.arena.owner
+            assert isinstance(owner, ArenaOp)
+            if owner.memory != self.memory:
                 raise VerifyException(
-                    f"{where}: offset is not a multiple of the arena alignment "
-                    f"{arena.alignment.value.data}"
+                    f"vkd.alloc: a {self.memory.data.value} tensor in a "
+                    f"{owner.memory.data.value} arena"
                 )
-            if offset + size > arena.size.value.data:
-                raise VerifyException(
-                    f"{where}: [{offset}, {offset + size}) overruns the arena of "
-                    f"{arena.size.value.data} bytes"
-                )
-            if (arena.memory.data is Memory.HOST) != t.is_host:
-                raise VerifyException(
-                    f"{where}: a {t.layout.data.value} tensor cannot live in a "
-                    f"{arena.memory.data.value} arena"
-                )
+        _placement(self, self.arena, self.offset, size)
+
+
+@irdl_op_definition
+class SubviewOp(IRDLOperation):
+    """A device tensor inside another's memory, `offset` bytes in: a reshape
+    alias, a concat input its producer writes straight into the concat's
+    result, a kernel table's part."""
+
+    name = "vkd.subview"
+
+    source = operand_def(TensorBufferType)
+    offset = prop_def(IntegerAttr[I64])
+    result = result_def(TensorBufferType)
+
+    traits = traits_def(HasParent(VulkanSegmentOp))
+    assembly_format = "$source `[` $offset `]` attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, offset: int, type: TensorBufferType):
+        super().__init__(
+            operands=[source], result_types=[type], properties={"offset": IntegerAttr(offset, i64)}
+        )
+
+    def verify_(self) -> None:
+        off = self.offset.value.data
+        size = _tensor(self.result).byte_size()
+        limit = buffer_bytes(self.source)
+        if off < 0 or off + size > limit:
+            raise VerifyException(
+                f"vkd.subview: bytes [{off}, {off + size}) are outside the source's {limit}"
+            )
 
 
 @irdl_op_definition
 class WeightOp(IRDLOperation):
-    """A constant device tensor. Its bytes, already prepacked into the layout
-    and storage type the kernels read, are a weight-store blob named by the
-    `dense_resource` handle; `packing` names the arrangement (e.g. `oihw4i4o`)
-    for diagnostics and the weight cache. Plans sharing a handle share bytes."""
+    """A constant in its device form: `data` (the model's values, by resource
+    handle) through `transform` (e.g. "ohwi": a conv weight reordered for a
+    packed kernel), stored as the result type says (fp16 words, NC4HW4...).
+    Written once when the program is loaded; placed in a const arena by
+    `plan-memory`."""
 
     name = "vkd.weight"
 
     data = prop_def(DenseResourceAttr)
-    packing = opt_prop_def(StringAttr)
+    transform = opt_prop_def(StringAttr)
+    arena = opt_operand_def(ArenaType)
+    offset = opt_prop_def(IntegerAttr[I64])
     result = result_def(TensorBufferType)
 
-    traits = traits_def(Pure(), HasParent(PlanOp))
-    assembly_format = "$data (`packing` $packing^)? attr-dict `:` type($result)"
+    traits = traits_def(HasParent(VulkanSegmentOp))
+    assembly_format = (
+        "$data (`transform` $transform^)? (`in` $arena^ `[` $offset `]`)? attr-dict "
+        "`:` type($result)"
+    )
 
-    def __init__(self, data: DenseResourceAttr, type: TensorBufferType, packing: str | None = None):
+    def __init__(
+        self,
+        data: DenseResourceAttr,
+        type: TensorBufferType,
+        transform: str | None = None,
+        arena: SSAValue | None = None,
+        offset: int | None = None,
+    ):
         super().__init__(
+            operands=[[arena] if arena is not None else []],
+            result_types=[type],
             properties={
                 "data": data,
-                "packing": StringAttr(packing) if packing is not None else None,
+                "transform": StringAttr(transform) if transform else None,
+                "offset": IntegerAttr(offset, i64) if offset is not None else None,
             },
-            result_types=[type],
         )
 
     def verify_(self) -> None:
         t = _tensor(self.result)
-        blob = self.data.type
-        where = f"vkd.weight {self.data.resource_handle.data}"
         if t.is_host:
-            raise VerifyException(f"{where}: weights are device tensors, not nchw host tensors")
-        if not isinstance(blob, TensorType):
-            raise VerifyException(f"{where}: the resource must be a ranked tensor")
-        if blob.element_type != t.storage:
+            raise VerifyException("vkd.weight: a weight is a device tensor")
+        data_type = self.data.type
+        if not isinstance(data_type, TensorType):
+            raise VerifyException("vkd.weight: the data must be a ranked tensor")
+        if math.prod(data_type.get_shape()) != math.prod(t.get_shape()):
             raise VerifyException(
-                f"{where}: the blob holds {blob.element_type} but the tensor stores {t.storage}"
+                f"vkd.weight: data {data_type} and tensor {t} differ in element count"
             )
-        nbytes = math.prod(blob.get_shape()) * _element_bytes(blob.element_type)
-        if nbytes != t.byte_size():
-            raise VerifyException(
-                f"{where}: the blob has {nbytes} bytes but {t} needs {t.byte_size()}"
-            )
+        if self.arena is not None:
+            owner = self.arena.owner
+            assert isinstance(owner, ArenaOp)
+            if owner.memory.data is not Memory.CONST:
+                raise VerifyException("vkd.weight: weights live in a const arena")
+        _placement(self, self.arena, self.offset, t.byte_size())
 
 
-# ---------------------------------------------------------------------------
-# Vulkan segment contents
-# ---------------------------------------------------------------------------
+def buffer_bytes(value: SSAValue) -> int:
+    """The bytes a device tensor value may be bound over (its alloc's size)."""
+    owner = value.owner
+    if isinstance(owner, AllocOp):
+        return owner.size.value.data
+    return _tensor(value).byte_size()
 
 
 def _require_device(op: Operation, value: SSAValue, role: str) -> None:
     if _tensor(value).is_host:
-        raise VerifyException(
-            f"{op.name}: {role} {value.type} is a host tensor; GPU work uses device tensors"
-        )
+        raise VerifyException(f"{op.name}: {role} must be a device tensor, got {value.type}")
+
+
+def _logical_match(host: Attribute, dev: TensorBufferType) -> bool:
+    return (
+        isinstance(host, TensorType)
+        and host.get_shape() == dev.get_shape()
+        and host.element_type == dev.element_type
+    )
 
 
 @irdl_op_definition
 class UploadOp(IRDLOperation):
-    """Host NCHW -> device layout (pack, narrow to the storage type)."""
+    """Host writes a segment input into a device tensor (converting the
+    model's dtype to the tensor's storage) before the submit. The tensor is
+    in host-visible memory: a device arena of a `unified`/`rebar` target,
+    else a staging arena followed by a `vkd.copy`."""
 
     name = "vkd.upload"
 
-    source = operand_def(TensorBufferType)
+    source = operand_def(TensorType)
     dest = operand_def(TensorBufferType)
 
     traits = traits_def(HasParent(VulkanSegmentOp))
@@ -960,152 +1148,198 @@ class UploadOp(IRDLOperation):
         super().__init__(operands=[source, dest])
 
     def verify_(self) -> None:
-        _verify_transfer(self, self.source, self.dest, host_side=self.source)
+        _require_device(self, self.dest, "dest")
+        if not _logical_match(self.source.type, _tensor(self.dest)):
+            raise VerifyException(f"vkd.upload: {self.source.type} does not fill {self.dest.type}")
+        if _tensor(self.dest).layout.data is not Layout.FLAT:
+            raise VerifyException("vkd.upload: the host writes flat tensors only")
 
 
 @irdl_op_definition
 class DownloadOp(IRDLOperation):
-    """Device layout -> host NCHW (unpack, widen to the logical type)."""
+    """Host reads a segment output from a device tensor after the fence."""
 
     name = "vkd.download"
 
     source = operand_def(TensorBufferType)
-    dest = operand_def(TensorBufferType)
+    result = result_def(TensorType)
 
     traits = traits_def(HasParent(VulkanSegmentOp))
-    assembly_format = "$source `to` $dest attr-dict `:` type($source) `to` type($dest)"
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
-    def __init__(self, source: SSAValue, dest: SSAValue):
-        super().__init__(operands=[source, dest])
+    def __init__(self, source: SSAValue, result: Attribute):
+        super().__init__(operands=[source], result_types=[result])
 
     def verify_(self) -> None:
-        _verify_transfer(self, self.source, self.dest, host_side=self.dest)
+        _require_device(self, self.source, "source")
+        if not _logical_match(self.result.type, _tensor(self.source)):
+            raise VerifyException(
+                f"vkd.download: {self.source.type} does not give {self.result.type}"
+            )
+        if _tensor(self.source).layout.data is not Layout.FLAT:
+            raise VerifyException("vkd.download: the host reads flat tensors only")
 
 
-def _verify_transfer(op: Operation, src: SSAValue, dst: SSAValue, host_side: SSAValue) -> None:
-    device_side = dst if host_side is src else src
-    h, d = _tensor(host_side), _tensor(device_side)
-    if not h.is_host:
-        raise VerifyException(f"{op.name}: {h} must be a host nchw tensor")
-    if d.is_host:
-        raise VerifyException(f"{op.name}: {d} must be a device tensor")
-    if h.get_shape() != d.get_shape() or h.element_type != d.element_type:
-        raise VerifyException(f"{op.name}: {h} and {d} are not the same logical tensor")
+# ---------------------------------------------------------------------------
+# Buffer level: commands
+# ---------------------------------------------------------------------------
 
 
 @irdl_op_definition
 class DispatchOp(IRDLOperation):
-    """One `vkCmdDispatch(Base)` of a kernel: its buffers (in binding order),
-    its push-constant words, its specialization-constant values (one per
-    kernel spec id), its group counts and, for split dispatches, its base
-    group. `query` (optional) is the first of two timestamp slots."""
+    """One `vkCmdDispatch` of `kernel`: binding i is `ranges[2i + 1]` bytes
+    of `buffers[i]` from byte `ranges[2i]` on; push-constant words
+    (little-endian 32-bit, as the kernel's block lays them out); `groups`
+    workgroups. `label` names it in profiles; `onnx.name` lists its nodes."""
 
     name = "vkd.dispatch"
 
     kernel = prop_def(SymbolRefAttr)
     buffers = var_operand_def(TensorBufferType)
-    push = prop_def(ArrayAttr[WordAttr])
-    spec = prop_def(ArrayAttr[WordAttr])
+    ranges = prop_def(DenseArrayBase[I64])
+    push = prop_def(ArrayAttr)
     groups = prop_def(DenseArrayBase[I32])
-    base = opt_prop_def(DenseArrayBase[I32])
-    query = opt_prop_def(IntegerAttr[I32])
+    step = prop_def(IntegerAttr[I64])
+    """Dispatches with one `step` number are parts of one pass of one op
+    (a dispatch split at maxComputeWorkGroupCount, element ranges): they
+    touch disjoint memory, so `insert-barriers` never separates them."""
+    label = prop_def(StringAttr)
 
     traits = traits_def(HasParent(VulkanSegmentOp))
     custom_directives = (Words,)
     assembly_format = (
-        "$kernel `(` $buffers `)` `push` custom<Words>($push) `spec` custom<Words>($spec) "
-        "`groups` $groups (`base` $base^)? (`query` $query^)? attr-dict `:` type($buffers)"
+        "$kernel `(` $buffers `)` `ranges` $ranges `push` custom<Words>($push) "
+        "`groups` $groups `step` $step `label` $label attr-dict `:` type($buffers)"
     )
 
     def __init__(
         self,
-        kernel: str | SymbolRefAttr,
+        kernel: str,
         buffers: Sequence[SSAValue],
-        *,
-        push: Sequence[int | float] = (),
-        spec: Sequence[int | float] = (),
+        ranges: Sequence[int],
+        push: Sequence[int],
         groups: Sequence[int],
-        base: Sequence[int] | None = None,
-        query: int | None = None,
-        node_name: str | None = None,
+        step: int = 0,
+        label: str = "",
+        attributes: dict[str, Attribute] | None = None,
     ):
         super().__init__(
             operands=[buffers],
             properties={
-                "kernel": SymbolRefAttr(kernel) if isinstance(kernel, str) else kernel,
-                "push": words(push),
-                "spec": words(spec),
+                "kernel": SymbolRefAttr(kernel),
+                "ranges": DenseArrayBase.from_list(i64, list(ranges)),
+                "push": words(list(push)),
                 "groups": _i32s(groups),
-                "base": _i32s(base) if base is not None else None,
-                "query": IntegerAttr(query, i32) if query is not None else None,
+                "step": IntegerAttr(step, i64),
+                "label": StringAttr(label),
             },
-            attributes={NAME_ATTR: StringAttr(node_name) if node_name is not None else None},
+            attributes=attributes or {},
         )
 
+    def kernel_op(self) -> KernelOp | None:
+        module = self.parent_op()
+        while module is not None and not isinstance(module, ModuleOp):
+            module = module.parent_op()
+        if module is None:
+            return None
+        for op in module.ops:
+            if isinstance(op, KernelOp) and op.sym_name.data == self.kernel.root_reference.data:
+                return op
+        return None
+
+    def binding_ranges(self) -> list[tuple[int, int]]:
+        r = self.ranges.get_values()
+        return [(r[2 * i], r[2 * i + 1]) for i in range(len(r) // 2)]
+
     def verify_(self) -> None:
-        where = f"vkd.dispatch @{self.kernel.string_value()}"
+        name = self.kernel.root_reference.data
+        where = f"vkd.dispatch @{name}"
         groups = self.groups.get_values()
         if len(groups) != 3 or any(g <= 0 for g in groups):
             raise VerifyException(f"{where}: groups must be 3 positive counts, got {list(groups)}")
-        if self.base is not None:
-            base = self.base.get_values()
-            if len(base) != 3 or any(b < 0 for b in base):
-                raise VerifyException(f"{where}: base must be 3 counts >= 0, got {list(base)}")
         _check_words(self, "push", self.push)
-        _check_words(self, "spec", self.spec)
-        for v in self.buffers:
-            _require_device(self, v, "buffer")
-        try:
-            kernel = SymbolTable.lookup_symbol(self, self.kernel)
-        except ValueError:  # detached: no enclosing module to look in
-            kernel = None
-        if not isinstance(kernel, KernelOp):
-            raise VerifyException(f"{where}: no vkd.kernel named @{self.kernel.string_value()}")
-        if len(self.buffers) != kernel.binding_count:
+        ranges = self.binding_ranges()
+        if len(ranges) * 2 != len(self.ranges.get_values()) or len(ranges) != len(self.buffers):
             raise VerifyException(
-                f"{where}: passes {len(self.buffers)} buffers but the kernel has "
+                f"{where}: {len(self.ranges.get_values())} range values for "
+                f"{len(self.buffers)} buffers (2 each: offset, size)"
+            )
+        for v, (off, size) in zip(self.buffers, ranges, strict=True):
+            _require_device(self, v, "buffer")
+            limit = buffer_bytes(v)
+            if off < 0 or size <= 0 or off + size > limit:
+                raise VerifyException(
+                    f"{where}: binding bytes [{off}, {off + size}) are outside its {limit}"
+                )
+        kernel = self.kernel_op()
+        if kernel is None:
+            # Dispatches are verified before the module when nested; the
+            # module-level check below re-runs once kernels are in scope.
+            return
+        if kernel.binding_count != len(self.buffers):
+            raise VerifyException(
+                f"{where}: {len(self.buffers)} buffers for a kernel with "
                 f"{kernel.binding_count} bindings"
             )
-        push_bytes = 4 * len(self.push.data)
-        if push_bytes != kernel.push_size.value.data:
+        if 4 * len(self.push.data) != kernel.push_size.value.data:
             raise VerifyException(
-                f"{where}: pushes {push_bytes} bytes but the kernel's push constants are "
-                f"{kernel.push_size.value.data} bytes"
+                f"{where}: {4 * len(self.push.data)} push-constant bytes for a kernel "
+                f"declaring {kernel.push_size.value.data}"
             )
-        if len(self.spec.data) != len(kernel.spec_ids.get_values()):
-            raise VerifyException(
-                f"{where}: gives {len(self.spec.data)} specialization constants but the "
-                f"kernel declares {len(kernel.spec_ids.get_values())}"
-            )
-        for i, (v, access) in enumerate(zip(self.buffers, kernel.bindings.data, strict=True)):
-            if access.data.writes and isinstance(v.owner, WeightOp):
-                raise VerifyException(
-                    f"{where}: binding {i} is written but holds a constant vkd.weight"
-                )
 
 
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
-    """A memory barrier: writes by `src` are made visible to reads by `dst`.
-    With buffers it is a buffer memory barrier on each; without, a global one."""
+    """One `vkCmdPipelineBarrier`: commands of the `src` stages before it
+    finish (and their writes to the listed byte ranges become visible) before
+    commands of the `dst` stages after it start. No buffers: an execution
+    dependency only (a write-after-read hazard)."""
 
     name = "vkd.barrier"
 
-    src = prop_def(StageAttr)
-    dst = prop_def(StageAttr)
+    src = prop_def(ArrayAttr[StageAttr])
+    dst = prop_def(ArrayAttr[StageAttr])
     buffers = var_operand_def(TensorBufferType)
+    ranges = prop_def(DenseArrayBase[I64])
 
     traits = traits_def(HasParent(VulkanSegmentOp))
-    assembly_format = "$src `to` $dst ($buffers^ `:` type($buffers))? attr-dict"
+    custom_directives = (StageList,)
+    assembly_format = (
+        "custom<StageList>($src) `to` custom<StageList>($dst) `(` $buffers `)` "
+        "`ranges` $ranges attr-dict `:` type($buffers)"
+    )
 
-    def __init__(self, src: Stage, dst: Stage, buffers: Sequence[SSAValue] = ()):
+    def __init__(
+        self,
+        src: Sequence[Stage],
+        dst: Sequence[Stage],
+        buffers: Sequence[SSAValue] = (),
+        ranges: Sequence[int] = (),
+    ):
         super().__init__(
-            operands=[buffers], properties={"src": StageAttr(src), "dst": StageAttr(dst)}
+            operands=[buffers],
+            properties={
+                "src": ArrayAttr([StageAttr(s) for s in src]),
+                "dst": ArrayAttr([StageAttr(s) for s in dst]),
+                "ranges": DenseArrayBase.from_list(i64, list(ranges)),
+            },
         )
 
     def verify_(self) -> None:
-        for v in self.buffers:
+        if not self.src.data or not self.dst.data:
+            raise VerifyException("vkd.barrier: src and dst name at least one stage each")
+        r = self.ranges.get_values()
+        if len(r) != 2 * len(self.buffers):
+            raise VerifyException(
+                f"vkd.barrier: {len(r)} range values for {len(self.buffers)} buffers"
+            )
+        for i, v in enumerate(self.buffers):
             _require_device(self, v, "buffer")
+            off, size = r[2 * i], r[2 * i + 1]
+            if off < 0 or size <= 0 or off + size > buffer_bytes(v):
+                raise VerifyException(
+                    f"vkd.barrier: bytes [{off}, {off + size}) are outside {v.type}"
+                )
 
 
 @irdl_op_definition
@@ -1117,41 +1351,30 @@ class CopyOp(IRDLOperation):
     source = operand_def(TensorBufferType)
     dest = operand_def(TensorBufferType)
     size = prop_def(IntegerAttr[I64])
-    src_offset = opt_prop_def(IntegerAttr[I64])
-    dst_offset = opt_prop_def(IntegerAttr[I64])
+    src_offset = prop_def(IntegerAttr[I64])
+    dst_offset = prop_def(IntegerAttr[I64])
 
     traits = traits_def(HasParent(VulkanSegmentOp))
     assembly_format = (
-        "$source (`[` $src_offset^ `]`)? `to` $dest (`[` $dst_offset^ `]`)? `size` $size "
+        "$source `[` $src_offset `]` `to` $dest `[` $dst_offset `]` `size` $size "
         "attr-dict `:` type($source) `to` type($dest)"
     )
 
     def __init__(
-        self,
-        source: SSAValue,
-        dest: SSAValue,
-        size: int,
-        *,
-        src_offset: int | None = None,
-        dst_offset: int | None = None,
+        self, source: SSAValue, dest: SSAValue, size: int, src_offset: int = 0, dst_offset: int = 0
     ):
-        def opt(v: int | None) -> IntegerAttr | None:
-            return IntegerAttr(v, i64) if v is not None else None
-
         super().__init__(
             operands=[source, dest],
             properties={
                 "size": IntegerAttr(size, i64),
-                "src_offset": opt(src_offset),
-                "dst_offset": opt(dst_offset),
+                "src_offset": IntegerAttr(src_offset, i64),
+                "dst_offset": IntegerAttr(dst_offset, i64),
             },
         )
 
     def verify_(self) -> None:
         _require_device(self, self.source, "source")
         _require_device(self, self.dest, "dest")
-        if isinstance(self.dest.owner, WeightOp):
-            raise VerifyException("vkd.copy: the destination is a constant vkd.weight")
         size = self.size.value.data
         if size <= 0:
             raise VerifyException(f"vkd.copy: size {size} must be positive")
@@ -1159,8 +1382,8 @@ class CopyOp(IRDLOperation):
             ("source", self.source, self.src_offset),
             ("dest", self.dest, self.dst_offset),
         ):
-            start = off.value.data if off is not None else 0
-            limit = _tensor(value).byte_size()
+            start = off.value.data
+            limit = buffer_bytes(value)
             if start < 0 or start + size > limit:
                 raise VerifyException(
                     f"vkd.copy: {role} bytes [{start}, {start + size}) are outside its "
@@ -1168,35 +1391,25 @@ class CopyOp(IRDLOperation):
                 )
 
 
-_PLAN_MEMBERS: tuple[type[Operation], ...] = (
-    InputOp,
-    OutputOp,
-    ArenaOp,
-    AllocOp,
-    WeightOp,
-    VulkanSegmentOp,
-    CpuSegmentOp,
-)
-_VULKAN_MEMBERS: tuple[type[Operation], ...] = (
-    UploadOp,
-    DownloadOp,
-    DispatchOp,
-    BarrierOp,
-    CopyOp,
-)
+DECLARATIONS: tuple[type[Operation], ...] = (ArenaOp, AllocOp, SubviewOp, WeightOp)
+"""Ops of a Vulkan segment that declare memory (no effect when run)."""
+COMMANDS: tuple[type[Operation], ...] = (UploadOp, DownloadOp, DispatchOp, BarrierOp, CopyOp)
+"""Ops of a Vulkan segment that run, in order."""
 
 VKD = Dialect(
     "vkd",
     [
+        SegmentOp,
+        WithEpilogueOp,
+        ViewOp,
+        AliasOp,
+        ConvertOp,
         KernelOp,
-        PlanOp,
         VulkanSegmentOp,
-        CpuSegmentOp,
         YieldOp,
-        InputOp,
-        OutputOp,
         ArenaOp,
         AllocOp,
+        SubviewOp,
         WeightOp,
         UploadOp,
         DownloadOp,
@@ -1212,5 +1425,6 @@ VKD = Dialect(
         MemoryAttr,
         TensorBufferType,
         ArenaType,
+        TargetAttr,
     ],
 )

@@ -90,7 +90,7 @@ from vknn.dialects.vx import ConstantOp
 from vknn.errors import InvalidArgument, Unsupported, VknnError
 from vknn.ir.constants import INLINE_DTYPES, INLINE_LIMIT, dense_attr
 from vknn.ir.types import element_from_onnx
-from vknn.runtime.config import Config
+from vknn.config import Config
 from vknn.runtime.partition import Segment, assign_backends, make_segments, slot_specs
 from vknn.runtime.plan import NO_VALUE, Plan, Step, TensorSpec
 
@@ -579,7 +579,7 @@ class VxmBuild:
 
 
 def _info(vi: Any) -> dict[str, Any]:
-    from vknn.runtime.session import _declared
+    from vknn.session import _declared
 
     t = _declared(vi)
     return {"name": t.name, "dims": None if t.dims is None else list(t.dims), "dtype": t.dtype.name}

@@ -136,14 +136,7 @@ class _PlanBuilder:
         return self.slots[v]
 
     def step(self, op: Operation) -> Step:
-        attrs: dict[str, Any] = {}
-        for key, a in (*op.properties.items(), *op.attributes.items()):
-            if key != NAME_ATTR:
-                attrs[key.replace("onnx.", "onnx_")] = plain(a)
-        if isinstance(op, OnnxOp | CustomOp):
-            op_type, _ = op_type_and_domain(op)
-            attrs["onnx_op_type"] = op_type
-            attrs["onnx_model"] = onnx_node_model(op)
+        attrs = op_attrs(op)
         inputs = [self.slot(v) for v in op.operands]
         outputs = [self.new_slot(r) for r in op.results]
         specs = [tensor_spec(f"{_node_name(op)}:{i}", r.type) for i, r in enumerate(op.results)]
@@ -153,24 +146,43 @@ class _PlanBuilder:
         return Step(op.name, _node_name(op), inputs, outputs, specs, attrs, region)
 
     def region_steps(self, block: Block) -> list[Step]:
-        """A body as steps over local slots: its arguments first."""
-        local = _PlanBuilder()
-        for arg in block.args:
-            local.new_slot(arg)
-        steps = []
-        for op in block.ops:
-            s = Step(
-                op.name,
-                op.name,
-                [local.slot(v) for v in op.operands],
-                [local.new_slot(r) for r in op.results],
-                # Scalar specs: the interpreter needs each result's element
-                # type (a cast's target is nowhere else).
-                [_scalar_spec(op.name, r.type) for r in op.results],
-                {k: plain(a) for k, a in (*op.properties.items(), *op.attributes.items())},
-            )
-            steps.append(s)
-        return steps
+        return region_steps(block)
+
+
+def op_attrs(op: Operation) -> dict[str, Any]:
+    """An op's properties and attributes as plain Python values (`onnx.*`
+    keys as `onnx_*`), plus, for ops still in the `onnx` dialect, the one-node
+    model the CPU runs it with."""
+    attrs: dict[str, Any] = {}
+    for key, a in (*op.properties.items(), *op.attributes.items()):
+        if key != NAME_ATTR:
+            attrs[key.replace("onnx.", "onnx_")] = plain(a)
+    if isinstance(op, OnnxOp | CustomOp):
+        op_type, _ = op_type_and_domain(op)
+        attrs["onnx_op_type"] = op_type
+        attrs["onnx_model"] = onnx_node_model(op)
+    return attrs
+
+
+def region_steps(block: Block) -> list[Step]:
+    """A body as steps over local slots: its arguments first."""
+    local = _PlanBuilder()
+    for arg in block.args:
+        local.new_slot(arg)
+    steps = []
+    for op in block.ops:
+        s = Step(
+            op.name,
+            op.name,
+            [local.slot(v) for v in op.operands],
+            [local.new_slot(r) for r in op.results],
+            # Scalar specs: the interpreter needs each result's element
+            # type (a cast's target is nowhere else).
+            [_scalar_spec(op.name, r.type) for r in op.results],
+            {k: plain(a) for k, a in (*op.properties.items(), *op.attributes.items())},
+        )
+        steps.append(s)
+    return steps
 
 
 def op_step(op: Operation) -> Step:

@@ -1,13 +1,16 @@
-"""Vulkan kernel specs: for each plan op, a gate (does the Vulkan backend take
-this step on this device?) and a recorder (the step's dispatches).
+"""Vulkan kernel specs, the compiler's side of every dispatch: for each op, a
+gate (does the Vulkan backend take this op on this target?) and a recorder
+(the op's dispatches, as plain records over symbolic buffers: records.py).
 
-`gate(step, caps, in_specs)` is the one function the partitioner, the support
-report and the executor all call, so they cannot drift. It is pure: plain
-`Step` data and a `DeviceCaps`, no device. It returns None when the step is
-accepted, else "<Kind>: <reason>" a user can act on.
+`gate(step, target, in_specs)` is the one function the `partition` pass, the
+support report and `convert-vx-to-vkd` all call, so they cannot drift. It is
+pure: plain `Step` data (an op's kind, attributes and specs) and a `Target`
+(`vknn.runtime.target`), no device. It returns None when the op is accepted,
+else "<Kind>: <reason>" a user can act on. Recorders are pure too: they
+return `Dispatch`/`Copy` records naming `KernelKey`s, never pipelines.
 
 A new kernel family registers a `KernelSpec` here (see `elementwise.py`).
-This package must not import xDSL or the CPU backend.
+This package must not import xDSL, the CPU backend or a device.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from vknn.kernels.records import Binding, Dispatch, KernelKey, SpecValue, TensorRef
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.memory import TensorRef
-from vknn.runtime.vulkan.pipeline import ComputePipeline, PipelineKey, Pipelines
+from vknn.runtime.target import Target
+
+DeviceCaps = Target
+"""Kernel code names its target parameter `caps` (what the device offers)."""
 
 FLOAT_DTYPES = ("float32", "float16")
 """Model dtypes the elementwise kernels take (stored as fp32 or fp16)."""
@@ -57,33 +61,44 @@ class TensorArg:
 class RecordContext:
     """What a recorder may use besides the step and its tensors."""
 
-    caps: DeviceCaps
-    pipelines: Pipelines
+    caps: Target
     variant: str
     """Shader variant: "fp32" or "fp16" (storage)."""
     op_index: int = 0
-    upload: Callable[[np.ndarray], TensorRef] | None = None
+    table: Callable[[np.ndarray], TensorRef] | None = None
     """Puts a host array (raw words: a table a kernel computes from the step's
-    attributes) into a device buffer the executor owns for its lifetime."""
+    attributes, or zeros a kernel keeps coming back to) into device memory
+    that lives as long as the program: a `vkd.weight` of its own."""
+    scratch: Callable[[int], TensorRef] | None = None
+    """Device memory of `nbytes` for this op alone (split-K partial sums): a
+    `vkd.alloc` live from the op's first dispatch to its last. None: the
+    caller cannot provide scratch, so recorders do not split K."""
     fastmath: bool = False
-    """Pipelines get FPFastMathDefault (already decided for the device:
+    """Kernels get FPFastMathDefault (already decided for the target:
     `vknn.kernels.spirv.fastmath_enabled`)."""
     tuning: Mapping[str, Mapping[str, Any]] | None = None
     """The autotune table (key -> config): a tunable recorder records the
     listed config of its step's key, when valid here, over its heuristic."""
     config: Mapping[str, Any] | None = None
-    """One config to record with, over table and heuristic (autotune candidates)."""
+    """One config to record with, over table and heuristic (autotune
+    candidates, or the `vkd.config` an op carries in the IR)."""
 
     def pipeline(
         self,
         shader: str,
-        spec: tuple[tuple[int, int | float | bool], ...],
+        spec: tuple[tuple[int, SpecValue], ...],
         bindings: int,
         push_size: int,
         local_size_x: int,
-    ) -> ComputePipeline:
-        key = PipelineKey(shader, self.variant, spec, bindings, push_size, self.fastmath)
-        return self.pipelines.get(key, local_size_x)
+    ) -> KernelKey:
+        return KernelKey(
+            shader, self.variant, spec, bindings, push_size, self.fastmath, local_size_x
+        )
+
+    @property
+    def splitk(self) -> bool:
+        """Whether recorders may split K (they need scratch for the partials)."""
+        return self.scratch is not None
 
 
 TuneConfig = dict[str, Any]
@@ -287,7 +302,7 @@ def local_size(caps: DeviceCaps, want: int = 256) -> int:
 
 
 def flat_dispatches(
-    pipeline: ComputePipeline,
+    pipeline: KernelKey,
     bindings: list[Binding],
     n: int,
     push: Callable[[int], bytes],

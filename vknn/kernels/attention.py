@@ -32,9 +32,9 @@ from vknn.kernels import (
     register,
     views,
 )
+from vknn.kernels.records import Dispatch
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 
 KEY_TILES = (32, 16)
 """Keys per shared tile (attention.comp's BKV), largest first: 16 lets a

@@ -24,10 +24,10 @@ from vknn.kernels import (
     register,
 )
 from vknn.kernels.data_movement import check_specs, label, pipeline
+from vknn.kernels.records import Dispatch
 from vknn.kernels.shaders import shader_enum
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 from vknn.runtime.vulkan.dtypes import int_bits, is_float
 
 SELECT_RANK = 6

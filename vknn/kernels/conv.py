@@ -14,7 +14,7 @@ Batch-1 grids are small (ResNet-50's last stage is 7x7 pixels: eight 64x64
 tiles for 132 SMs), so a GEMM whose grid is under `SPLITK_TARGET`
 workgroups splits K: conv.comp built with VKNN_SPLITK writes fp32 partial
 products of K slices to a scratch buffer the executor owns
-(`RecordContext.upload`, one per executor, grown as needed) and
+(`RecordContext.scratch`, live for the op alone) and
 splitk_reduce.comp sums them in a fixed order with bias and epilogue.
 
 Tile, split count and direct vs GEMM above are the heuristic's choice;
@@ -36,12 +36,9 @@ from __future__ import annotations
 
 import math
 import struct
-import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
-
-import numpy as np
 
 from vknn.kernels import (
     FLOAT_DTYPES,
@@ -57,11 +54,10 @@ from vknn.kernels import (
     units_per_binding,
 )
 from vknn.kernels.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
+from vknn.kernels.records import Binding, Dispatch, TensorRef
 from vknn.kernels.shaders import register_variant
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.memory import TensorRef
+from vknn.runtime.target import Target as DeviceCaps
 
 GEMM_MIN_MG = 8
 """Output channels per group from which the GEMM kernel beats the direct one."""
@@ -225,7 +221,7 @@ def splits_for(
     """(splits, kchunk) of a GEMM with grid `groups` (z is multiplied by the
     splits), K = `k` and `total` outputs: 1 slice of all of K unless the
     grid is small and K is long."""
-    splits = heuristic_splits(ctx.caps, ctx.upload is not None, k, groups, total)
+    splits = heuristic_splits(ctx.caps, ctx.splitk, k, groups, total)
     return splits, kchunk_for(k, splits)
 
 
@@ -319,20 +315,11 @@ class OpPhase(int):
     __hash__ = int.__hash__
 
 
-_SCRATCH: weakref.WeakKeyDictionary[Any, TensorRef] = weakref.WeakKeyDictionary()
-
-
 def scratch(ctx: RecordContext, floats: int) -> TensorRef:
-    """An fp32 buffer of at least `floats` elements owned by the executor
-    behind `ctx.upload`, shared by its split-K steps (hazard tracking orders
-    them) and replaced by a larger one when a step needs more."""
-    assert ctx.upload is not None
-    owner = getattr(ctx.upload, "__self__", ctx.upload)
-    ref = _SCRATCH.get(owner)
-    if ref is None or ref.nbytes < 4 * floats:
-        ref = ctx.upload(np.zeros(floats, np.float32))
-        _SCRATCH[owner] = ref
-    return ref
+    """fp32 memory of `floats` elements for this op's split-K partial sums
+    (`RecordContext.scratch`: an allocation live for this op alone)."""
+    assert ctx.scratch is not None
+    return ctx.scratch(4 * floats)
 
 
 def record_splitk_reduce(
@@ -621,7 +608,7 @@ def record_conv(
     g = _geometry(step, x.shape, w.shape, y.shape)
     if max(x.ref.nbytes, y.ref.nbytes) > ctx.caps.max_storage_buffer_range:
         return _record_sliced(step, ctx, x, w, b, y, g)
-    space = conv_space(step, ctx.caps, ins, ctx.variant, ctx.upload is not None)
+    space = conv_space(step, ctx.caps, ins, ctx.variant, ctx.splitk)
     cfg = space.choose(ctx)
     if cfg["algo"] == "gemm":
         return _record_gemm(step, ctx, x, w, b, y, extra, g, cfg)

@@ -22,8 +22,7 @@ from vknn.kernels import (
     pack_u32,
     units_per_binding,
 )
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.memory import TensorRef
+from vknn.kernels.records import Binding, Dispatch, TensorRef
 
 LABEL = "convert"
 """Every conversion dispatch's label starts with this."""

@@ -36,11 +36,10 @@ from vknn.kernels import (
     register,
 )
 from vknn.kernels.layouts import Nc4hw4Io, block_shape, packable
+from vknn.kernels.records import Dispatch, KernelKey
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 from vknn.runtime.vulkan.dtypes import dtype_refusal, elem_variant
-from vknn.runtime.vulkan.pipeline import ComputePipeline, PipelineKey
 
 COPY_RANK = 8
 """Dims of glsl/copy.comp after collapsing."""
@@ -84,11 +83,12 @@ def pipeline(
     spec: tuple[tuple[int, int | float | bool], ...],
     bindings: int,
     push_size: int,
-) -> ComputePipeline:
+) -> KernelKey:
     """The pipeline of `shader` in the variant whose words hold `dtype`."""
     variant = elem_variant(dtype, ctx.variant)
-    key = PipelineKey(shader, variant, spec, bindings, push_size, ctx.fastmath)
-    return ctx.pipelines.get(key, local_size(ctx.caps))
+    return KernelKey(
+        shader, variant, spec, bindings, push_size, ctx.fastmath, local_size(ctx.caps)
+    )
 
 
 def label(step: Step) -> str:

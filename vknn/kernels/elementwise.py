@@ -30,10 +30,10 @@ from vknn.kernels import (
 )
 from vknn.kernels import cast_select as intops
 from vknn.kernels.layouts import as_padded, elementwise_nc4hw4
+from vknn.kernels.records import Dispatch
 from vknn.kernels.shaders import shader_enum
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 
 MAX_RANK = 6
 UNARY_REFUSED = {

@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vknn.kernels import pointwise_codegen
+from vknn.kernels.records import Binding
 from vknn.kernels.shaders import register_variant
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
-from vknn.runtime.vulkan.commands import Binding
 
 EPILOGUE_ATTR = "vk.epilogue"
 """Attribute of a merged producer step: {"region": the body's steps,
@@ -83,15 +83,20 @@ def check(step: Step, in_specs: Sequence[TensorSpec] | None, product: TensorSpec
 
 
 def variant(
-    shader: str, step: Step, product: TensorSpec, extra: Sequence[Any], first_binding: int
+    shader: str,
+    step: Step,
+    product: TensorSpec,
+    extra: Sequence[Any],
+    first_binding: int,
+    defines: Mapping[str, str] | None = None,
 ) -> tuple[str, list[Binding]]:
-    """(shader name, extra bindings) for recording `step` with `shader`: the
-    plain shader and no bindings without an epilogue, else its registered
-    epilogue variant and the bindings of the extra inputs (`TensorArg`s)
-    from `first_binding` on."""
+    """(shader name, extra bindings) for recording `step` with `shader` (a
+    family; `defines` select its variant): the plain shader and no bindings
+    without an epilogue, else its registered epilogue variant and the
+    bindings of the extra inputs (`TensorArg`s) from `first_binding` on."""
     epi = epilogue_of(step)
     if epi is None:
-        return shader, []
+        return (register_variant(shader, dict(defines)) if defines else shader), []
     code = pointwise_codegen.generate(
         epi["region"],
         _specs(product, extra),
@@ -99,7 +104,9 @@ def variant(
         primary=0,
         first_binding=first_binding,
     )
-    name = register_variant(shader, code.defines, {pointwise_codegen.PW_BODY: code.source})
+    name = register_variant(
+        shader, {**(defines or {}), **code.defines}, {pointwise_codegen.PW_BODY: code.source}
+    )
     return name, code.bindings([None, *extra])
 
 

@@ -27,10 +27,10 @@ from vknn.kernels import (
     register,
 )
 from vknn.kernels.layouts import as_padded, elementwise_nc4hw4
+from vknn.kernels.records import Dispatch
 from vknn.kernels.shaders import register_variant
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 
 MAX_BINDINGS = 8
 """Inputs + results. Vulkan guarantees only 4 storage buffers per stage;

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import struct
-import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -65,11 +64,10 @@ from vknn.kernels.conv import (
     split_options,
 )
 from vknn.kernels.elementwise import collapse_broadcast
+from vknn.kernels.records import Binding, Dispatch, TensorRef
 from vknn.kernels.shaders import register_variant
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.memory import TensorRef
+from vknn.runtime.target import Target as DeviceCaps
 
 MAX_BATCH_RANK = 3
 SPLITK_SINGLE_DISPATCH = False
@@ -363,7 +361,7 @@ def _record(
     a, b, y = ins[0], ins[1], outs[0]
     c = ins[2] if geo.has_c else None
     batch = math.prod(dims)
-    cfg = _space(step, ctx.caps, geo, ctx.variant, ctx.upload is not None).choose(ctx)
+    cfg = _space(step, ctx.caps, geo, ctx.variant, ctx.splitk).choose(ctx)
     bm, bn = int(cfg["bm"]), int(cfg["bn"])
     pad = [1] * (MAX_BATCH_RANK - len(dims))
     zero = [0] * (MAX_BATCH_RANK - len(dims))
@@ -422,21 +420,12 @@ def _record(
     return [Dispatch(pipe, bindings, push, groups, ctx.op_index, label)]
 
 
-_COUNTERS: weakref.WeakKeyDictionary[Any, TensorRef] = weakref.WeakKeyDictionary()
-
-
 def tile_counters(ctx: RecordContext, tiles: int) -> TensorRef:
-    """The split-K tile counters of the executor behind `ctx.upload`: zeros,
-    and every split-K dispatch leaves them zero again (its last slice per
-    tile resets its counter), so its steps share them; hazard tracking
-    orders those steps as it does for their shared partials buffer."""
-    assert ctx.upload is not None
-    owner = getattr(ctx.upload, "__self__", ctx.upload)
-    ref = _COUNTERS.get(owner)
-    if ref is None or ref.nbytes < 4 * tiles:
-        ref = ctx.upload(np.zeros(max(tiles, 64), np.uint32))
-        _COUNTERS[owner] = ref
-    return ref
+    """The split-K tile counters: zeros in a table of their own; every
+    split-K dispatch leaves them zero again (its last slice per tile resets
+    its counter), so the table is valid at every run."""
+    assert ctx.table is not None
+    return ctx.table(np.zeros(max(tiles, 64), np.uint32))
 
 
 # -- strided A / B (views.fold_views: transposes, slices and head splits

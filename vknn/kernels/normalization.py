@@ -22,10 +22,10 @@ from vknn.kernels import (
     TensorArg,
     register,
 )
+from vknn.kernels.records import Dispatch
 from vknn.kernels.reduce import reduction_shader, row_dispatches, row_size
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 
 CACHE = 8
 """Elements per invocation kept in registers (`#define CACHE` in both shaders)."""

@@ -28,11 +28,10 @@ from vknn.kernels import (
 )
 from vknn.kernels.conv import _float_specs, _tensor_limits
 from vknn.kernels.layouts import Nc4hw4Io, packable, packed_numel, same_shape_positions
+from vknn.kernels.records import Dispatch, TensorRef
 from vknn.kernels.shaders import shader_enum
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
-from vknn.runtime.vulkan.memory import TensorRef
+from vknn.runtime.target import Target as DeviceCaps
 
 _POOL_PUSH = struct.Struct("<17If")
 _GLOBAL_PUSH = struct.Struct("<4If")

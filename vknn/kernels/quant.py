@@ -25,9 +25,9 @@ from vknn.kernels import (
     register,
 )
 from vknn.kernels.data_movement import check_specs, label, pipeline
+from vknn.kernels.records import Dispatch
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 from vknn.runtime.vulkan.dtypes import is_float
 
 _PUSH = struct.Struct("<IIIIii")

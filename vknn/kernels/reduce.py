@@ -28,27 +28,33 @@ from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
+    epilogues,
     flat_dispatches,
     register,
 )
+from vknn.kernels.records import Binding, Dispatch, KernelKey
 from vknn.kernels.shaders import register_variant, shader_enum
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
-from vknn.runtime.vulkan.pipeline import ComputePipeline
+from vknn.runtime.target import Target as DeviceCaps
 
 MAX_GROUPS = 4
 WG_THRESHOLD = 64
 _PUSH = struct.Struct("<3I4I4I4I4I")
 
 
-def reduction_shader(name: str, caps: DeviceCaps) -> str:
-    """`name`, or its subgroup-arithmetic variant when the device has
-    subgroups of 4+ lanes (`caps.subgroup_arithmetic`, where caps has it,
-    confirms the arithmetic operations)."""
+def subgroup_defines(caps: DeviceCaps) -> dict[str, str]:
+    """The defines of a reduction's subgroup-arithmetic variant, when the
+    device has subgroups of 4+ lanes (`caps.subgroup_arithmetic` confirms
+    the arithmetic operations); none elsewhere (shared-memory trees)."""
     if caps.subgroup_size >= 4 and getattr(caps, "subgroup_arithmetic", True):
-        return register_variant(name, {"VKNN_SUBGROUP": "1"})
-    return name
+        return {"VKNN_SUBGROUP": "1"}
+    return {}
+
+
+def reduction_shader(name: str, caps: DeviceCaps) -> str:
+    """`name`, or its subgroup-arithmetic variant (`subgroup_defines`)."""
+    defines = subgroup_defines(caps)
+    return register_variant(name, defines) if defines else name
 
 
 def row_size(caps: DeviceCaps, length: int, per_invocation: int = 1, want: int = 256) -> int:
@@ -61,7 +67,7 @@ def row_size(caps: DeviceCaps, length: int, per_invocation: int = 1, want: int =
 
 
 def row_dispatches(
-    pipeline: ComputePipeline,
+    pipeline: KernelKey,
     bindings: list[Binding],
     rows: int,
     push: Callable[[int], bytes],
@@ -137,13 +143,14 @@ def gate_reduce(
             f"{step.kind}: {len(kd)} kept / {len(rd)} reduced dim groups after collapsing "
             f"(max {MAX_GROUPS} each)"
         )
-    return None
+    return epilogues.check(step, in_specs, TensorSpec("product", out.shape, out.dtype))
 
 
 def record_reduce(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
-    x, y = ins[0], outs[0]
+    own, extra = epilogues.split_inputs(step, ins)
+    x, y = own[0], outs[0]
     kd, ks, rd, rs = collapse_reduction(x.shape, tuple(step.attrs["axes"]))
     count = math.prod(rd)
     n_out = y.size
@@ -155,11 +162,13 @@ def record_reduce(
     tail = (*pad(kd, 1), *pad(ks, 0), *pad(rd, 1), *pad(rs, 0))
     kind = reduce_kinds()[step.attrs["kind"]]
     label = f"{step.node} ({step.kind})"
-    bindings = [x.binding(), y.binding(write=True)]
+    product = TensorSpec("product", y.shape, y.dtype)
+    defines = subgroup_defines(ctx.caps) if wg_per_out else {}
+    shader, epi = epilogues.variant("reduce", step, product, extra, 2, defines)
+    bindings = [x.binding(), y.binding(write=True), *epi]
     if wg_per_out:
         ls = row_size(ctx.caps, count, per_invocation=4)
-        shader = reduction_shader("reduce", ctx.caps)
-        pipe = ctx.pipeline(shader, ((1, kind), (2, True)), 2, _PUSH.size, ls)
+        pipe = ctx.pipeline(shader, ((1, kind), (2, True)), len(bindings), _PUSH.size, ls)
         return row_dispatches(
             pipe,
             bindings,
@@ -170,7 +179,7 @@ def record_reduce(
             label,
         )
     ls = row_size(ctx.caps, n_out, want=128)
-    pipe = ctx.pipeline("reduce", ((1, kind), (2, False)), 2, _PUSH.size, ls)
+    pipe = ctx.pipeline(shader, ((1, kind), (2, False)), len(bindings), _PUSH.size, ls)
     return flat_dispatches(
         pipe,
         bindings,
@@ -183,3 +192,4 @@ def record_reduce(
 
 
 register(KernelSpec("vx.reduce", gate_reduce, record_reduce))
+epilogues.register_host("vx.reduce")

@@ -4,7 +4,7 @@ refused (it stays on the CPU).
 
 The per-axis source indices and weights are computed here, on the host, in
 the CPU oracle's f32 operation order (`source_coords`), and uploaded once as
-a table (`RecordContext.upload`): nearest mode is decided by exact ties
+a table (`RecordContext.table`): nearest mode is decided by exact ties
 (x.5), which the device's division (2.5 ulp in Vulkan) could move.
 
 This module must not import xDSL or the CPU backend, or touch a device.
@@ -24,10 +24,10 @@ from vknn.kernels import (
     register,
 )
 from vknn.kernels.data_movement import check_specs, label, pipeline, row_strides
+from vknn.kernels.records import Binding, Dispatch
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.resize_coords import nearest_index, source_coords
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import Binding, Dispatch
+from vknn.runtime.target import Target as DeviceCaps
 from vknn.runtime.vulkan.dtypes import is_float
 
 RANK = 6
@@ -91,8 +91,8 @@ def record_resize(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
     x, y = ins[0], outs[0]
-    if ctx.upload is None:
-        raise ValueError("vx.resize needs an executor that uploads tables (RecordContext.upload)")
+    if ctx.table is None:
+        raise ValueError("vx.resize needs a caller that stores tables (RecordContext.table)")
     rank = len(x.shape)
     lead = RANK - rank
     scales = [float(s) for s in step.attrs["scales"]]
@@ -108,7 +108,7 @@ def record_resize(
     tables.append(np.zeros(3, np.int32))
     for d in range(lead):
         toff[d] = at
-    table = ctx.upload(np.concatenate(tables).astype(np.int32))
+    table = ctx.table(np.concatenate(tables).astype(np.int32))
     odims = [1] * lead + list(y.shape)
     istr = [0] * lead + row_strides(x.shape)
     n = y.size

@@ -138,6 +138,12 @@ def register_variant(
     return name
 
 
+def generated_variant(name: str) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(family, extra defines, virtual include files) of a shader name: what
+    a `vkd.kernel` prints so that the variant can be rebuilt from the text."""
+    return _split(name)
+
+
 def _split(name: str) -> tuple[str, dict[str, str], dict[str, str]]:
     """(family, extra defines, virtual includes) of a plain or registered name."""
     if "@" not in name:
@@ -243,3 +249,33 @@ def shader_enum(name: str, prefix: str) -> dict[str, int]:
     text = (shader_dir() / f"{name}.comp").read_text()
     pat = re.compile(rf"^#define {prefix}_([A-Z0-9_]+) (\d+)\s*$", re.M)
     return {k.lower(): int(v) for k, v in pat.findall(text)}
+
+
+def kernel_spirv(
+    name: str,
+    variant: str,
+    fastmath: bool,
+    rte_fp16: bool,
+    fastmath_types: tuple[str, ...] = ("f32",),
+) -> bytes:
+    """The SPIR-V a `vkd.kernel` runs: shader `name` built as `variant`
+    (with RoundingModeRTE the fp16 conversion rounds in hardware, so the
+    fp16rte build drops precision.glsl's integer rounding), then patched
+    (`spirv.postprocess`): FPFastMathDefault for `fastmath_types` when
+    `fastmath`, RoundingModeRTE 16 when `rte_fp16` on an fp16 variant."""
+    return _kernel_spirv(name, variant, fastmath, rte_fp16 and variant == "fp16", fastmath_types)
+
+
+@functools.cache
+def _kernel_spirv(
+    name: str, variant: str, fastmath: bool, rte: bool, types: tuple[str, ...]
+) -> bytes:
+    from vknn.kernels.spirv import FastMathRefused, postprocess
+
+    spirv = compile_shader(name, "fp16rte" if rte else variant)
+    try:
+        return postprocess(spirv, fastmath=fastmath, rte_fp16=rte, fastmath_types=types)
+    except FastMathRefused:
+        # The kernel opted out itself (`precise` -> NoContraction, which
+        # FPFastMathDefault forbids): it runs strict, as written.
+        return postprocess(spirv, fastmath=False, rte_fp16=rte)

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vknn.runtime.vulkan.caps import DeviceCaps
+    from vknn.runtime.target import Target as DeviceCaps
 
 MAGIC = 0x07230203
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vknn.errors import Unsupported
-from vknn.runtime.config import Config
+from vknn.config import Config
 from vknn.runtime.cpu import has_kernel
 from vknn.runtime.cpu.onnx_reference import BACKEND as ONNX_REFERENCE
 from vknn.runtime.plan import NO_VALUE, Plan, Step, TensorSpec

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgpack
 
-from vknn.runtime.config import Config
+from vknn.config import Config
 from vknn.runtime.model_cache import (
     CacheGuard,
     CacheVariant,
@@ -150,7 +150,7 @@ class SessionCache:
         if blob is None:
             self.plan_misses += 1
             return None
-        from vknn.runtime.plan_codec import decode_plan
+        from vknn.runtime.codec import decode_plan
 
         try:
             plan = decode_plan(msgpack.unpackb(blob, raw=False, strict_map_key=False))
@@ -165,7 +165,7 @@ class SessionCache:
 
     def store_plan(self, shapes: dict[str, tuple[int, ...]] | None, plan: Plan) -> None:
         """Encode `plan` now (before partitioning mutates it)."""
-        from vknn.runtime.plan_codec import encode_plan
+        from vknn.runtime.codec import encode_plan
 
         self.variant.plans[shapes_key(shapes)] = msgpack.packb(encode_plan(plan), use_bin_type=True)
         self.cache.mark_dirty()

@@ -36,7 +36,7 @@ import numpy as np
 
 from vknn.errors import ModelLoadError
 from vknn.runtime.plan import Plan
-from vknn.runtime.plan_codec import (
+from vknn.runtime.codec import (
     TAG,
     PlanCodecError,
     decode_array,

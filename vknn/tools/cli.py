@@ -187,7 +187,7 @@ def _write_support_report(module, args: argparse.Namespace) -> None:  # type: ig
     import json
 
     from vknn.ir.to_plan import module_to_plan
-    from vknn.runtime.config import Config
+    from vknn.config import Config
     from vknn.runtime.partition import assign_backends
     from vknn.runtime.support import support_report
 
@@ -265,8 +265,8 @@ def compare(ref, out) -> tuple[float, float]:  # type: ignore[no-untyped-def]
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from vknn.runtime.config import Config
-    from vknn.runtime.session import Session
+    from vknn.config import Config
+    from vknn.session import Session
 
     config = Config(
         backends=tuple(args.backends.split(",")),
@@ -319,7 +319,7 @@ def _run(args: argparse.Namespace) -> int:
             )
         print(line)
     if args.profile:
-        from vknn.runtime.session import format_profile
+        from vknn.session import format_profile
 
         print(format_profile(session.profile(feeds), top=args.profile_top))
     fallbacks = session.fallback_reasons()

@@ -21,6 +21,14 @@ _PASSES: dict[str, str] = {
     "fold-batchnorm": "fold_batchnorm:FoldBatchNormPass",
     "lower-batchnorm": "lower_batchnorm:LowerBatchNormPass",
     "prune-initializers": "prune_initializers:PruneInitializersPass",
+    "split-large-gemms": "split_large_gemms:SplitLargeGemmsPass",
+    "partition": "partition:PartitionPass",
+    "merge-epilogues": "merge_epilogues:MergeEpiloguesPass",
+    "fold-views": "fold_views:FoldViewsPass",
+    "assign-storage": "assign_storage:AssignStoragePass",
+    "convert-vx-to-vkd": "convert_vx_to_vkd:ConvertVxToVkdPass",
+    "plan-memory": "plan_memory:PlanMemoryPass",
+    "insert-barriers": "insert_barriers:InsertBarriersPass",
 }
 
 

@@ -42,6 +42,8 @@ layout(constant_id = 2) const bool WG_PER_OUT = true;
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) writeonly buffer Y { sfp y_data[]; };
 
+#include "pw_epilogue.glsl"
+
 layout(push_constant) uniform Params {
     uint n_out;
     uint count;
@@ -118,7 +120,7 @@ void main() {
         for (uint r = t; r < p.count; r += uint(WG_SIZE))
             acc = wg_combine(op, acc, term(LOAD(x_data, off + reduced_offset(r)), shift));
         acc = wg_reduce(op, acc);
-        if (t == 0u) STORE(y_data, o, finish(acc, shift));
+        if (t == 0u) STORE(y_data, o, PW_APPLY(finish(acc, shift), o));
     } else {
         uint o = p.base + gl_GlobalInvocationID.x;
         if (o >= p.n_out) return;
@@ -132,6 +134,6 @@ void main() {
         float acc = identity();
         for (uint r = 0u; r < p.count; ++r)
             acc = wg_combine(op, acc, term(LOAD(x_data, off + reduced_offset(r)), shift));
-        STORE(y_data, o, finish(acc, shift));
+        STORE(y_data, o, PW_APPLY(finish(acc, shift), o));
     }
 }

@@ -1,19 +1,17 @@
-"""Command buffers recorded once and replayed: dispatches, copies, barriers and
-timestamp queries, submitted with a fence.
+"""Command buffers recorded once, exactly as a program's Vulkan segment says,
+and replayed: dispatches, copies, barriers and timestamp queries.
 
-`CommandProgram.record(ops)` walks a list of `Dispatch` / `Copy` once: it
-binds pipelines, pushes descriptors (vkCmdPushDescriptorSetKHR, fetched with
-vkGetDeviceProcAddr) or, on devices without VK_KHR_push_descriptor, binds
-descriptor sets it allocated and wrote up front; pushes constants; and puts a
-pipeline barrier before any op that reads or overwrites a byte range an
-earlier unbarriered op wrote, or overwrites a range one read (arena reuse
-makes write-after-read real). Consecutive dispatches of one op (a dispatch
-split at maxComputeWorkGroupCount) never wait on each other. `run()` is then
-one vkQueueSubmit plus a fence wait; nothing is re-recorded.
+`CommandProgram.record(commands, buffers, pipelines)` walks the segment's
+commands (`vknn.runtime.program`) once: binds pipelines, pushes descriptors
+(vkCmdPushDescriptorSetKHR, fetched with vkGetDeviceProcAddr) or, on devices
+without VK_KHR_push_descriptor, binds descriptor sets it wrote up front;
+pushes the constants; dispatches the groups; records each barrier as given
+(the compiler's `insert-barriers` decided them: this module derives
+nothing). `run()` is then one vkQueueSubmit plus a fence wait.
 
 Every cffi struct is built at record time and kept alive by the program; the
-replay path makes three direct `vulkan.lib` calls (the package's wrappers cost
-~6 us each, which is the whole per-dispatch budget on a fast GPU).
+replay path makes a few direct `vulkan.lib` calls (the package's wrappers
+cost ~6 us each, the whole per-dispatch budget on a fast GPU).
 
 This module must not know about steps, kernels or tensor shapes.
 """
@@ -21,82 +19,52 @@ This module must not know about steps, kernels or tensor shapes.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vknn.runtime.program import (
+    STAGE_COMPUTE,
+    STAGE_HOST,
+    STAGE_TRANSFER,
+    BarrierCmd,
+    Command,
+    CopyCmd,
+    DispatchCmd,
+)
 from vknn.runtime.vulkan.device import Device, VulkanError, check, ffi, lib, vk
 from vknn.runtime.vulkan.memory import Buffer
 from vknn.runtime.vulkan.pipeline import ComputePipeline
 
 
-@dataclass
-class Binding:
-    """Storage-buffer binding i of a dispatch: a byte range of a buffer."""
-
-    buffer: Buffer
-    offset: int
-    nbytes: int
-    write: bool = False
-
-
-@dataclass
-class Dispatch:
-    pipeline: ComputePipeline
-    bindings: list[Binding]
-    push: bytes
-    groups: tuple[int, int, int]
-    op_index: int = 0
-    """Dispatches with equal op_index belong to one op and need no barrier between them."""
-    label: str = ""
-
-
-@dataclass
-class Copy:
-    src: Buffer
-    src_offset: int
-    dst: Buffer
-    dst_offset: int
-    nbytes: int
-    op_index: int = -1
-    label: str = "copy"
-
-
-@dataclass
-class _Access:
-    buffer: Any
-    lo: int
-    hi: int
-    op_index: int
-
-
-def _overlaps(a: _Access, accesses: list[_Access], op_index: int) -> bool:
-    return any(
-        b.buffer == a.buffer and b.lo < a.hi and a.lo < b.hi and b.op_index != op_index
-        for b in accesses
-    )
-
-
-_ALL_ACCESS = 0
-_SHADER = 0
-_TRANSFER = 0
-if vk is not None:
-    _ALL_ACCESS = (
-        vk.VK_ACCESS_SHADER_READ_BIT
-        | vk.VK_ACCESS_SHADER_WRITE_BIT
-        | vk.VK_ACCESS_TRANSFER_READ_BIT
-        | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-    )
-    _SHADER = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-    _TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-
-
-def _write_access(stages: int) -> int:
-    """The write accesses that `stages` can perform (access masks must match stages)."""
+def _stages(bits: int) -> int:
     out = 0
-    if stages & _SHADER:
+    if bits & STAGE_COMPUTE:
+        out |= vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+    if bits & STAGE_TRANSFER:
+        out |= vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+    if bits & STAGE_HOST:
+        out |= vk.VK_PIPELINE_STAGE_HOST_BIT
+    return out
+
+
+def _writes(bits: int) -> int:
+    out = 0
+    if bits & STAGE_COMPUTE:
         out |= vk.VK_ACCESS_SHADER_WRITE_BIT
-    if stages & _TRANSFER:
+    if bits & STAGE_TRANSFER:
         out |= vk.VK_ACCESS_TRANSFER_WRITE_BIT
+    return out
+
+
+def _accesses(bits: int) -> int:
+    out = 0
+    if bits & STAGE_COMPUTE:
+        out |= vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+    if bits & STAGE_TRANSFER:
+        out |= vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+    if bits & STAGE_HOST:
+        out |= vk.VK_ACCESS_HOST_READ_BIT
     return out
 
 
@@ -108,6 +76,17 @@ class RecordStats:
     record_seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """One dispatch as recorded, for the profiler."""
+
+    index: int
+    """Its position among the segment's dispatches."""
+    label: str
+    nodes: str
+    kind: str
+
+
 class CommandProgram:
     """One primary command buffer recorded once, submitted any number of times."""
 
@@ -116,7 +95,7 @@ class CommandProgram:
         self.profiling = profiling and device.caps.has_timestamps
         self.pool = self.cmd = self.fence = self.query_pool = self.desc_pool = None
         self._keep: list[Any] = []
-        self.labels: list[tuple[int, str]] = []
+        self.recorded: list[Recorded] = []
         self.stats = RecordStats()
         self._recorded = False
         dev = device.device
@@ -160,18 +139,25 @@ class CommandProgram:
 
     # -- recording ---------------------------------------------------------
 
-    def record(self, ops: list[Dispatch | Copy]) -> None:
+    def record(
+        self,
+        commands: Sequence[Command],
+        buffers: Sequence[Buffer],
+        pipelines: Sequence[ComputePipeline],
+    ) -> None:
+        """Record `commands`; ranges name `buffers` (one per arena) and
+        dispatches `pipelines` (one per kernel of the program)."""
         if self._recorded:
             raise VulkanError("a CommandProgram is recorded once; build a new one")
         t0 = time.perf_counter()
         dev = self.device.device
         cmd = self.cmd
         keep = self._keep
-        dispatches = [op for op in ops if isinstance(op, Dispatch)]
+        dispatches = [c for c in commands if isinstance(c, DispatchCmd)]
         use_push = self.device.push_descriptor_fn is not None and all(
-            d.pipeline.push_descriptors for d in dispatches
+            pipelines[d.kernel].push_descriptors for d in dispatches
         )
-        sets = None if use_push else self._allocate_sets(dispatches)
+        sets = None if use_push else self._allocate_sets(dispatches, buffers, pipelines)
         if self.profiling and dispatches:
             qinfo = ffi.new(
                 "VkQueryPoolCreateInfo*",
@@ -191,67 +177,35 @@ class CommandProgram:
         check(lib.vkBeginCommandBuffer(cmd, binfo), "vkBeginCommandBuffer")
         if self.query_pool is not None:
             lib.vkCmdResetQueryPool(cmd, self.query_pool, 0, 2 * len(dispatches))
-
-        writes: list[_Access] = []
-        reads: list[_Access] = []
-        stages = 0
-        used_stages = 0
         bound = None
         di = 0
-        for op in ops:
-            if isinstance(op, Copy):
-                op_reads = [_Access(op.src.handle, op.src_offset, op.src_offset + op.nbytes, -1)]
-                op_writes = [_Access(op.dst.handle, op.dst_offset, op.dst_offset + op.nbytes, -1)]
-                stage = _TRANSFER
-            else:
-                op_reads = [
-                    _Access(b.buffer.handle, b.offset, b.offset + b.nbytes, op.op_index)
-                    for b in op.bindings
-                    if not b.write
-                ]
-                op_writes = [
-                    _Access(b.buffer.handle, b.offset, b.offset + b.nbytes, op.op_index)
-                    for b in op.bindings
-                    if b.write
-                ]
-                stage = _SHADER
-            idx = op.op_index if isinstance(op, Dispatch) else -2 - self.stats.copies
-            hazard = any(_overlaps(a, writes, idx) for a in op_reads + op_writes) or any(
-                _overlaps(a, reads, idx) for a in op_writes
-            )
-            if hazard:
-                self._barrier(writes, stages, stage)
-                writes, reads, stages = [], [], 0
-            for a in op_reads:
-                a.op_index = idx
-            for a in op_writes:
-                a.op_index = idx
-            writes += op_writes
-            reads += op_reads
-            stages |= stage
-            used_stages |= stage
-
-            if isinstance(op, Copy):
+        for c in commands:
+            if isinstance(c, BarrierCmd):
+                self._barrier(c, buffers)
+                continue
+            if isinstance(c, CopyCmd):
                 region = ffi.new(
                     "VkBufferCopy*",
-                    {"srcOffset": op.src_offset, "dstOffset": op.dst_offset, "size": op.nbytes},
+                    {"srcOffset": c.src.offset, "dstOffset": c.dst.offset, "size": c.src.size},
                 )
                 keep.append(region)
-                lib.vkCmdCopyBuffer(cmd, op.src.handle, op.dst.handle, 1, region)
+                lib.vkCmdCopyBuffer(
+                    cmd, buffers[c.src.arena].handle, buffers[c.dst.arena].handle, 1, region
+                )
                 self.stats.copies += 1
                 continue
-
-            pipe = op.pipeline
+            pipe = pipelines[c.kernel]
             if bound is not pipe:
                 lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe.handle)
                 bound = pipe
             if use_push:
-                infos = ffi.new("VkDescriptorBufferInfo[]", len(op.bindings))
-                wds = ffi.new("VkWriteDescriptorSet[]", len(op.bindings))
-                for i, b in enumerate(op.bindings):
-                    infos[i].buffer = b.buffer.handle
+                n = len(c.bindings)
+                infos = ffi.new("VkDescriptorBufferInfo[]", n)
+                wds = ffi.new("VkWriteDescriptorSet[]", n)
+                for i, b in enumerate(c.bindings):
+                    infos[i].buffer = buffers[b.arena].handle
                     infos[i].offset = b.offset
-                    infos[i].range = b.nbytes
+                    infos[i].range = b.size
                     wds[i].sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
                     wds[i].dstBinding = i
                     wds[i].descriptorCount = 1
@@ -259,90 +213,76 @@ class CommandProgram:
                     wds[i].pBufferInfo = infos + i
                 keep += [infos, wds]
                 self.device.push_descriptor_fn(
-                    cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout, 0, len(op.bindings), wds
+                    cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout, 0, n, wds
                 )
             else:
                 assert sets is not None
                 lib.vkCmdBindDescriptorSets(
-                    cmd,
-                    vk.VK_PIPELINE_BIND_POINT_COMPUTE,
-                    pipe.layout,
-                    0,
-                    1,
-                    sets + di,
-                    0,
+                    cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout, 0, 1, sets + di, 0,
                     ffi.NULL,
-                )
-            if op.push:
-                data = ffi.new("char[]", op.push)
+                )  # fmt: skip
+            if c.push:
+                data = ffi.new("char[]", c.push)
                 keep.append(data)
                 lib.vkCmdPushConstants(
-                    cmd, pipe.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(op.push), data
+                    cmd, pipe.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(c.push), data
                 )
             if self.query_pool is not None:
                 lib.vkCmdWriteTimestamp(
                     cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 2 * di
                 )
-            lib.vkCmdDispatch(cmd, *op.groups)
+            lib.vkCmdDispatch(cmd, *c.groups)
             if self.query_pool is not None:
                 lib.vkCmdWriteTimestamp(
                     cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.query_pool, 2 * di + 1
                 )
-            self.labels.append((op.op_index, op.label))
+            self.recorded.append(Recorded(di, c.label, c.nodes, c.kind))
             di += 1
             self.stats.dispatches += 1
-
-        # Make every device write (of any earlier command, so the source scope
-        # is every stage used) visible to the host before the fence signals:
-        # outputs are read through a mapping right after the wait.
-        used_stages = used_stages or _SHADER
-        mb = ffi.new(
-            "VkMemoryBarrier*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                "srcAccessMask": _write_access(used_stages),
-                "dstAccessMask": vk.VK_ACCESS_HOST_READ_BIT,
-            },
-        )
-        keep.append(mb)
-        lib.vkCmdPipelineBarrier(
-            cmd, used_stages, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, mb, 0, ffi.NULL, 0, ffi.NULL
-        )
-        self.stats.barriers += 1
         check(lib.vkEndCommandBuffer(cmd), "vkEndCommandBuffer")
         self._recorded = True
         self.stats.record_seconds = time.perf_counter() - t0
 
-    def _barrier(self, writes: list[_Access], src_stages: int, dst_stage: int) -> None:
-        """Wait for everything since the last barrier; make its writes visible.
-        A pure write-after-read hazard needs only the execution dependency."""
-        n = len(writes)
+    def _barrier(self, c: BarrierCmd, buffers: Sequence[Buffer]) -> None:
+        """The barrier as the program states it: buffer memory barriers over
+        the written ranges it lists; none listed, a global memory barrier
+        when the host reads next, else an execution dependency only."""
+        src, dst = _stages(c.src), _stages(c.dst)
+        n = len(c.buffers)
         bmb = ffi.new("VkBufferMemoryBarrier[]", max(n, 1))
-        for i, w in enumerate(writes):
+        for i, r in enumerate(c.buffers):
             bmb[i].sType = vk.VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER
-            bmb[i].srcAccessMask = _write_access(src_stages)
-            bmb[i].dstAccessMask = _ALL_ACCESS
+            bmb[i].srcAccessMask = _writes(c.src)
+            bmb[i].dstAccessMask = _accesses(c.dst)
             bmb[i].srcQueueFamilyIndex = vk.VK_QUEUE_FAMILY_IGNORED
             bmb[i].dstQueueFamilyIndex = vk.VK_QUEUE_FAMILY_IGNORED
-            bmb[i].buffer = w.buffer
-            bmb[i].offset = w.lo
-            bmb[i].size = w.hi - w.lo
-        self._keep.append(bmb)
+            bmb[i].buffer = buffers[r.arena].handle
+            bmb[i].offset = r.offset
+            bmb[i].size = r.size
+        mb = ffi.NULL
+        n_mb = 0
+        if not n and c.dst & STAGE_HOST:
+            mb = ffi.new(
+                "VkMemoryBarrier*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    "srcAccessMask": _writes(c.src),
+                    "dstAccessMask": vk.VK_ACCESS_HOST_READ_BIT,
+                },
+            )
+            n_mb = 1
+        self._keep += [bmb, mb]
         lib.vkCmdPipelineBarrier(
-            self.cmd,
-            src_stages,
-            dst_stage | _SHADER | _TRANSFER,
-            0,
-            0,
-            ffi.NULL,
-            n,
-            bmb,
-            0,
-            ffi.NULL,
+            self.cmd, src, dst, 0, n_mb, mb, n, bmb if n else ffi.NULL, 0, ffi.NULL
         )
         self.stats.barriers += 1
 
-    def _allocate_sets(self, dispatches: list[Dispatch]) -> Any:
+    def _allocate_sets(
+        self,
+        dispatches: list[DispatchCmd],
+        buffers: Sequence[Buffer],
+        pipelines: Sequence[ComputePipeline],
+    ) -> Any:
         """The fallback without push descriptors: one set per dispatch, written now."""
         dev = self.device.device
         n = max(len(dispatches), 1)
@@ -366,7 +306,9 @@ class CommandProgram:
         sets = ffi.new("VkDescriptorSet[]", n)
         if not dispatches:
             return sets
-        layouts = ffi.new("VkDescriptorSetLayout[]", [d.pipeline.set_layout for d in dispatches])
+        layouts = ffi.new(
+            "VkDescriptorSetLayout[]", [pipelines[d.kernel].set_layout for d in dispatches]
+        )
         ainfo = ffi.new(
             "VkDescriptorSetAllocateInfo*",
             {
@@ -382,9 +324,9 @@ class CommandProgram:
         k = 0
         for si, d in enumerate(dispatches):
             for i, b in enumerate(d.bindings):
-                infos[k].buffer = b.buffer.handle
+                infos[k].buffer = buffers[b.arena].handle
                 infos[k].offset = b.offset
-                infos[k].range = b.nbytes
+                infos[k].range = b.size
                 wds[k].sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
                 wds[k].dstSet = sets[si]
                 wds[k].dstBinding = i
@@ -398,22 +340,31 @@ class CommandProgram:
 
     # -- replay ------------------------------------------------------------
 
-    def run(self) -> None:
-        """Submit the recorded commands and wait for them (the hot path)."""
-        dev = self.device.device
-        res = lib.vkQueueSubmit(self.device.queue, 1, self._submit, self.fence)
+    def submit(self) -> None:
+        """Submit the recorded commands (the queue is shared: submissions of
+        other threads' command buffers are serialized by the device lock)."""
+        with self.device.queue_lock:
+            res = lib.vkQueueSubmit(self.device.queue, 1, self._submit, self.fence)
         if res != 0:
             raise VulkanError(f"vkQueueSubmit failed with VkResult {res}")
+
+    def wait(self) -> None:
+        dev = self.device.device
         res = lib.vkWaitForFences(dev, 1, self._fences, 1, 0xFFFFFFFFFFFFFFFF)
         if res != 0:
             raise VulkanError(f"vkWaitForFences failed with VkResult {res}")
         lib.vkResetFences(dev, 1, self._fences)
 
-    def timings_ns(self) -> list[tuple[int, str, float]]:
-        """(op_index, label, GPU ns) per dispatch of the last run (profiling only)."""
+    def run(self) -> None:
+        """Submit and wait (the hot path)."""
+        self.submit()
+        self.wait()
+
+    def timings_ns(self) -> list[tuple[Recorded, float]]:
+        """(dispatch, GPU ns) per dispatch of the last run (profiling only)."""
         if self.query_pool is None:
             return []
-        n = 2 * len(self.labels)
+        n = 2 * len(self.recorded)
         data = ffi.new("uint64_t[]", n)
         flags = vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT
         check(
@@ -426,8 +377,8 @@ class CommandProgram:
         bits = self.device.caps.timestamp_valid_bits
         mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
         return [
-            (op, label, ((data[2 * i + 1] - data[2 * i]) & mask) * period)
-            for i, (op, label) in enumerate(self.labels)
+            (r, ((data[2 * i + 1] - data[2 * i]) & mask) * period)
+            for i, r in enumerate(self.recorded)
         ]
 
     def destroy(self) -> None:
@@ -447,14 +398,20 @@ class CommandProgram:
         self._keep.clear()
 
 
-def run_once(device: Device, ops: list[Dispatch | Copy]) -> None:
-    """Record, run and free a one-shot program (constant uploads via staging)."""
+def copy_once(device: Device, src: Buffer, dst: Buffer, nbytes: int) -> None:
+    """Record, run and free a one-shot copy (weights through staging)."""
     prog = CommandProgram(device)
     try:
-        prog.record(ops)
+        prog.record([CopyCmd(_r(0, nbytes), _r(1, nbytes))], [src, dst], [])
         prog.run()
     finally:
         prog.destroy()
 
 
-__all__ = ["Binding", "CommandProgram", "Copy", "Dispatch", "RecordStats", "run_once"]
+def _r(arena: int, nbytes: int):  # type: ignore[no-untyped-def]
+    from vknn.runtime.program import Range
+
+    return Range(arena, 0, nbytes)
+
+
+__all__ = ["CommandProgram", "RecordStats", "Recorded", "copy_once"]

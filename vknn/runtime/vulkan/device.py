@@ -18,6 +18,7 @@ This module must not know about tensors, kernels or plans.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -436,6 +437,9 @@ class Device:
         if validation is None:
             validation = os.environ.get("VKNN_VALIDATION", "") not in ("", "0")
         self.validation = validation
+        self.queue_lock = threading.Lock()
+        """vkQueueSubmit needs the queue externally synchronized (runs of
+        several threads submit to the one queue)."""
         self.messages: list[Message] = []
         self._keep: list[Any] = []
         self._closers: list[Callable[[], None]] = []

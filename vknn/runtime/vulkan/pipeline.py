@@ -1,8 +1,9 @@
 """Compute pipelines: shader modules, descriptor-set and pipeline layouts, the
 VkPipelineCache, and a registry that builds each distinct pipeline once.
 
-A kernel's pipeline is identified by (shader, variant, specialization
-constants, binding count, push-constant size). Bindings are storage buffers
+A pipeline is identified by its SPIR-V (as the compiled program carries
+it), binding count, push-constant size, specialization constants and local
+size. Bindings are storage buffers
 0..n-1 of set 0; with VK_KHR_push_descriptor the set layout carries the
 PUSH_DESCRIPTOR flag (no descriptor pools at all), otherwise it is an
 ordinary layout and `commands` allocates sets from a pool.
@@ -12,8 +13,9 @@ This module must not record commands or know about tensors and steps.
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,79 +24,29 @@ from vknn.kernels.spirv import FastMathRefused, fastmath_float_types, postproces
 from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.device import Device, check, ffi, lib, vk
 
-SpecValue = int | float | bool
+SpecEntry = tuple[int, str, int | float]
+"""(constant_id, "i" | "f", value): ints (and bools) as 32-bit words, floats as float32."""
 
 
 @dataclass(frozen=True)
 class PipelineKey:
-    shader: str
-    variant: str
-    spec: tuple[tuple[int, SpecValue], ...]
-    """(constant_id, value): ints as int32, floats as float32, bools as VkBool32."""
+    """What makes two kernels one pipeline: the same SPIR-V, bindings, push
+    size, specialization constants and local size."""
+
+    spirv_hash: bytes
     bindings: int
     push_size: int
-    fastmath: bool = False
-    """FPFastMathDefault on the module's float types (honoured only where the
-    device enabled float_controls2; see `pipeline_spirv`)."""
+    spec: tuple[SpecEntry, ...]
+    local_size: tuple[int, int, int]
 
 
-def pipeline_spirv(key: PipelineKey, caps: DeviceCaps) -> bytes:
-    """Exactly the SPIR-V given to vkCreateShaderModule for `key` on a device
-    with `caps`: the compiled shader, post-processed (`vknn.kernels.spirv`)
-    with fast math when `key.fastmath` and the device has float_controls2,
-    and RoundingModeRTE 16 for fp16 variants where the device supports it."""
-    ident = spirv_identity(key, caps)
-    pre = _PRELOADED.get(ident)
-    if pre is not None:
-        return pre
-    return _postprocessed(*ident)
-
-
-SpirvIdentity = tuple[str, str, bool, bool, tuple[str, ...]]
-
-
-def spirv_identity(key: PipelineKey, caps: DeviceCaps) -> SpirvIdentity:
-    """What `pipeline_spirv` bytes depend on: (shader, variant, fastmath, rte_fp16,
-    fastmath float types). A model cache stores modules under it."""
-    fast = key.fastmath and caps.has_float_controls2
-    rte = key.variant == "fp16" and caps.rte_fp16
-    types = fastmath_float_types(caps) if fast else ()
-    return (key.shader, key.variant, fast, rte, types)
-
-
-_PRELOADED: dict[SpirvIdentity, bytes] = {}
-
-
-def preload_spirv(modules: dict[SpirvIdentity, bytes]) -> None:
-    """Post-processed modules from a model cache: `pipeline_spirv` returns them
-    without compiling (a warm session needs no shader compiler)."""
-    _PRELOADED.update(modules)
-
-
-@functools.cache
-def _postprocessed(
-    shader: str, variant: str, fastmath: bool, rte_fp16: bool, types: tuple[str, ...]
-) -> bytes:
-    # With RoundingModeRTE the fp16 conversion rounds to nearest even in
-    # hardware: the fp16rte build drops precision.glsl's integer rounding.
-    spirv = compile_shader(shader, "fp16rte" if rte_fp16 and variant == "fp16" else variant)
-    try:
-        return postprocess(spirv, fastmath=fastmath, rte_fp16=rte_fp16, fastmath_types=types)
-    except FastMathRefused:
-        # The kernel opted out itself (`precise` -> NoContraction, which
-        # FPFastMathDefault forbids): it runs strict, as written.
-        return postprocess(spirv, fastmath=False, rte_fp16=rte_fp16)
-
-
-def _pack_spec(spec: tuple[tuple[int, SpecValue], ...]) -> bytes:
+def _pack_spec(spec: tuple[SpecEntry, ...]) -> bytes:
     out = b""
-    for _, v in spec:
-        if isinstance(v, bool):
-            out += struct.pack("<I", int(v))
-        elif isinstance(v, int):
-            out += struct.pack("<i", v)
+    for _, kind, v in spec:
+        if kind == "f":
+            out += struct.pack("<f", float(v))
         else:
-            out += struct.pack("<f", v)
+            out += struct.pack("<I", int(v) & 0xFFFFFFFF)
     return out
 
 
@@ -158,19 +110,16 @@ class ComputePipeline:
         self,
         device: Device,
         key: PipelineKey,
+        spirv: bytes,
         cache: PipelineCache | None,
         push_descriptors: bool,
-        local_size_x: int,
     ) -> None:
         self.device = device
         self.key = key
         self.push_descriptors = push_descriptors
-        self.local_size_x = local_size_x
         self.module = self.set_layout = self.layout = self.handle = None
         dev = device.device
         device.on_close(self.destroy)
-        # Kept for inspection (tests, a model cache): the cached bytes, no copy.
-        spirv = self.spirv = pipeline_spirv(key, device.caps)
         code = ffi.new("char[]", spirv)
         minfo = ffi.new(
             "VkShaderModuleCreateInfo*",
@@ -225,11 +174,11 @@ class ComputePipeline:
         check(lib.vkCreatePipelineLayout(dev, linfo, ffi.NULL, out_l), "pipeline layout")
         self.layout = out_l[0]
 
-        # Constant 0 is always the workgroup size (local_size_x_id = 0).
-        spec = ((0, local_size_x), *key.spec)
+        # Constant 0 is always the workgroup size x (local_size_x_id = 0).
+        spec = ((0, "i", key.local_size[0]), *key.spec)
         data = _pack_spec(spec)
         entries = ffi.new("VkSpecializationMapEntry[]", len(spec))
-        for i, (cid, _) in enumerate(spec):
+        for i, (cid, _, _) in enumerate(spec):
             entries[i].constantID = cid
             entries[i].offset = 4 * i
             entries[i].size = 4
@@ -263,7 +212,7 @@ class ComputePipeline:
             lib.vkCreateComputePipelines(
                 dev, cache.handle if cache else ffi.NULL, 1, cinfo, ffi.NULL, out_p
             ),
-            f"vkCreateComputePipelines({key.shader})",
+            "vkCreateComputePipelines",
         )
         self.handle = out_p[0]
 
@@ -283,7 +232,8 @@ class ComputePipeline:
 
 
 class Pipelines:
-    """Builds each distinct pipeline once per device (many steps share one)."""
+    """Builds each distinct pipeline once per device (many kernels and
+    sessions share one); safe to use from several threads."""
 
     def __init__(
         self,
@@ -296,22 +246,25 @@ class Pipelines:
         if push_descriptors is None:
             push_descriptors = device.push_descriptor_fn is not None
         self.push_descriptors = push_descriptors and device.push_descriptor_fn is not None
-        self._built: dict[tuple[PipelineKey, int], ComputePipeline] = {}
-        self.requested: set[tuple[PipelineKey, int]] | None = None
-        """When a set, every (key, local size) asked for is added: a session's
-        model cache records the pipelines its own executors use, built now or
-        by an earlier session of the process."""
+        self._built: dict[PipelineKey, ComputePipeline] = {}
+        self._lock = threading.Lock()
 
-    def get(self, key: PipelineKey, local_size_x: int) -> ComputePipeline:
-        k = (key, local_size_x)
-        if self.requested is not None:
-            self.requested.add(k)
-        p = self._built.get(k)
-        if p is None:
-            p = self._built[k] = ComputePipeline(
-                self.device, key, self.cache, self.push_descriptors, local_size_x
-            )
-        return p
+    def get(
+        self,
+        spirv: bytes,
+        bindings: int,
+        push_size: int,
+        spec: tuple[SpecEntry, ...],
+        local_size: tuple[int, int, int],
+    ) -> ComputePipeline:
+        key = PipelineKey(hashlib.sha256(spirv).digest(), bindings, push_size, spec, local_size)
+        with self._lock:
+            p = self._built.get(key)
+            if p is None:
+                p = self._built[key] = ComputePipeline(
+                    self.device, key, spirv, self.cache, self.push_descriptors
+                )
+            return p
 
     def __len__(self) -> int:
         return len(self._built)

@@ -17,8 +17,8 @@ import numpy as np
 from onnx import ModelProto
 
 from vknn.errors import InvalidArgument
-from vknn.runtime.config import Config
-from vknn.runtime.session import Session, TensorInfo
+from vknn.config import Config
+from vknn.session import Session, TensorInfo
 
 PROVIDERS = {"VulkanExecutionProvider": "vulkan", "CPUExecutionProvider": "cpu"}
 

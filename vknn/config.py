@@ -46,6 +46,10 @@ class Config:
     ("fast" or "thorough"; runtime.vulkan.autotune); the winners are cached."""
     profiling: bool = False
     """Record timestamp queries around every Vulkan dispatch (Session.profile())."""
+    contexts: int = 2
+    """Execution contexts per session (device memory and command buffers of
+    their own): runs from several threads overlap up to this many at once;
+    more wait. The first is made at creation, the others on demand."""
     pipeline: str = "standard"
     """The named compiler pipeline (vknn.transforms.pipelines)."""
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -79,6 +83,8 @@ class Config:
             raise InvalidArgument(
                 f"Config.device_layout must be nc4hw4 or flat, got '{self.device_layout}'"
             )
+        if not isinstance(self.contexts, int) or self.contexts < 1:
+            raise InvalidArgument(f"Config.contexts must be a positive int, got {self.contexts!r}")
         if self.autotune not in ("off", "fast", "thorough"):
             raise InvalidArgument(
                 f"Config.autotune must be off, fast or thorough, got '{self.autotune}'"

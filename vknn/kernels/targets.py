@@ -1,0 +1,136 @@
+"""Named targets the compiler can build for, and the one built from a device.
+
+`target(name)`:
+
+- `generic`: what every Vulkan 1.2 device offers (the spec's minimum limits,
+  no 16-bit storage, staging copies): runs anywhere, fastest nowhere;
+- `lavapipe`: Mesa's CPU driver (25.x) as CI runs it;
+- `nvidia`: an NVIDIA H200-class GPU with a recent driver (Vulkan 1.4,
+  float_controls2, cooperative matrices, resizable BAR);
+- `from-device`: the device this process would run on (the only name that
+  opens a device; sessions that compile on the fly use it).
+
+A JSON file path names a target too (`Target.to_dict()` written out).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from vknn.errors import InvalidArgument
+from vknn.runtime.target import Target
+
+_H200_COOPMAT = tuple(
+    (m, n, k, a, a, c, c, "subgroup")
+    for (m, n, k) in ((16, 16, 16), (16, 8, 16), (16, 8, 8))
+    for a in ("f16",)
+    for c in ("f16", "f32")
+) + (
+    (16, 16, 32, "s8", "s8", "s32", "s32", "subgroup"),
+    (16, 8, 32, "s8", "s8", "s32", "s32", "subgroup"),
+    (16, 16, 32, "u8", "u8", "u32", "u32", "subgroup"),
+    (16, 8, 32, "u8", "u8", "u32", "u32", "subgroup"),
+    (16, 16, 16, "bf16", "bf16", "f32", "f32", "subgroup"),
+)
+
+PRESETS: dict[str, Target] = {
+    "generic": Target(),
+    "lavapipe": Target(
+        name="lavapipe",
+        api_version=(1, 3, 0),
+        max_compute_work_group_count=(65535, 65535, 65535),
+        max_compute_work_group_size=(1024, 1024, 1024),
+        max_compute_work_group_invocations=1024,
+        max_compute_shared_memory_size=32768,
+        max_storage_buffer_range=1 << 27,
+        max_push_constants_size=256,
+        min_storage_buffer_offset_alignment=16,
+        subgroup_size=8,
+        subgroup_arithmetic=True,
+        has_fp16_storage=True,
+        has_fp16_arith=True,
+        has_int64=True,
+        has_float_controls2=True,
+        rte_fp16=True,
+        signed_zero_inf_nan_preserve_fp32=True,
+        signed_zero_inf_nan_preserve_fp16=True,
+        memory="unified",
+    ),
+    "nvidia": Target(
+        name="nvidia",
+        api_version=(1, 3, 0),
+        max_compute_work_group_count=(2147483647, 65535, 65535),
+        max_compute_work_group_size=(1024, 1024, 64),
+        max_compute_work_group_invocations=1024,
+        max_compute_shared_memory_size=49152,
+        max_storage_buffer_range=(1 << 32) - 1,
+        max_push_constants_size=256,
+        min_storage_buffer_offset_alignment=16,
+        subgroup_size=32,
+        subgroup_arithmetic=True,
+        has_fp16_storage=True,
+        has_fp16_arith=True,
+        has_int64=True,
+        has_float_controls2=True,
+        rte_fp16=True,
+        signed_zero_inf_nan_preserve_fp32=True,
+        signed_zero_inf_nan_preserve_fp16=True,
+        cooperative_matrix=_H200_COOPMAT,
+        memory="rebar",
+    ),
+}
+NAMES = (*PRESETS, "from-device")
+
+
+def from_caps(caps: object, name: str = "from-device") -> Target:
+    """The target that is exactly what a device (`DeviceCaps`) offers."""
+    c = caps
+    if getattr(c, "has_device_local_host_visible", False):
+        memory = "rebar" if getattr(c, "device_type", "") == "discrete" else "unified"
+    else:
+        memory = "staging"
+    return Target(
+        name=name,
+        api_version=tuple(c.api_version[:2]) + (0,),  # type: ignore[attr-defined]
+        max_compute_work_group_count=tuple(c.max_compute_work_group_count),  # type: ignore[attr-defined]
+        max_compute_work_group_size=tuple(c.max_compute_work_group_size),  # type: ignore[attr-defined]
+        max_compute_work_group_invocations=c.max_compute_work_group_invocations,  # type: ignore[attr-defined]
+        max_compute_shared_memory_size=c.max_compute_shared_memory_size,  # type: ignore[attr-defined]
+        max_storage_buffer_range=c.max_storage_buffer_range,  # type: ignore[attr-defined]
+        max_push_constants_size=c.max_push_constants_size,  # type: ignore[attr-defined]
+        min_storage_buffer_offset_alignment=c.min_storage_buffer_offset_alignment,  # type: ignore[attr-defined]
+        subgroup_size=c.subgroup_size,  # type: ignore[attr-defined]
+        subgroup_arithmetic=c.subgroup_size >= 4,  # type: ignore[attr-defined]
+        has_fp16_storage=c.has_fp16_storage,  # type: ignore[attr-defined]
+        has_fp16_arith=c.has_fp16_arith,  # type: ignore[attr-defined]
+        has_int64=getattr(c, "has_int64", False),
+        has_float_controls2=c.has_float_controls2,  # type: ignore[attr-defined]
+        rte_fp16=c.rte_fp16,  # type: ignore[attr-defined]
+        signed_zero_inf_nan_preserve_fp32=c.signed_zero_inf_nan_preserve_fp32,  # type: ignore[attr-defined]
+        signed_zero_inf_nan_preserve_fp16=c.signed_zero_inf_nan_preserve_fp16,  # type: ignore[attr-defined]
+        cooperative_matrix=tuple(getattr(c, "cooperative_matrix_shapes", ()) or ()),
+        memory=memory,
+    )
+
+
+def target(name: str) -> Target:
+    """The target called `name` (a preset, `from-device`, or a JSON file)."""
+    if name in PRESETS:
+        return PRESETS[name]
+    if name == "from-device":
+        from vknn.runtime.vulkan.context import shared_device
+
+        device, _, why = shared_device()
+        if device is None:
+            raise InvalidArgument(f"target from-device: {why or 'no Vulkan device'}")
+        return from_caps(device.caps)
+    path = Path(name)
+    if path.suffix == ".json" and path.is_file():
+        try:
+            return Target.from_dict(json.loads(path.read_text()))
+        except (ValueError, OSError) as e:
+            raise InvalidArgument(f"target file {name}: {e}") from None
+    raise InvalidArgument(
+        f"unknown target {name!r}: expected one of {', '.join(NAMES)} or a .json file"
+    )

@@ -1,0 +1,5 @@
+"""placeholder"""
+class ModelCache:
+    @classmethod
+    def open_for(cls, config, path, proto):
+        return None
