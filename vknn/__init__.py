@@ -3,8 +3,14 @@
 import vknn
 sess = vknn.Session("model.onnx", vknn.Config(backends=("cpu",)))
 outputs = sess.run({"x": x})
+
+Importing `vknn` loads neither onnx nor xDSL: the session classes load on
+first use, and a session on a compiled `.vxm` never needs the compiler.
 """
 
+from typing import Any
+
+from vknn.config import Config
 from vknn.errors import (
     InvalidArgument,
     ModelLoadError,
@@ -12,11 +18,25 @@ from vknn.errors import (
     Unsupported,
     VknnError,
 )
-from vknn.config import Config
-from vknn.ort_compat import InferenceSession
-from vknn.session import Session
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Session": "vknn.session",
+    "InferenceSession": "vknn.ort_compat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vknn' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Config",

@@ -63,7 +63,8 @@ def lowering_spec(opts: LoweringOptions, target: str = "") -> str:
             part,
             "merge-epilogues",
             f"fold-views{{device_layout={_q(opts.device_layout)}}}",
-            f"assign-storage{{precision={_q(opts.precision)} device_layout={_q(opts.device_layout)}}}",
+            f"assign-storage{{precision={_q(opts.precision)} "
+            f"device_layout={_q(opts.device_layout)}}}",
             f"convert-vx-to-vkd{{fastmath={_q(opts.fastmath)}}}",
             "plan-memory",
             "insert-barriers",
@@ -115,9 +116,7 @@ def lower(module: ModuleOp, opts: LoweringOptions, target: Target | None) -> Mod
 
     if target is not None:
         module.attributes[TARGET_ATTR] = target_attr(target)
-    PassPipeline.parse_spec(available_passes(), lowering_spec(opts)).apply(
-        make_context(), module
-    )
+    PassPipeline.parse_spec(available_passes(), lowering_spec(opts)).apply(make_context(), module)
     return module
 
 
@@ -154,3 +153,133 @@ def release_weights(module: ModuleOp) -> None:
             elif getattr(a, "name", "") == "onnx.graph":
                 handles.add(a.handle.data)  # type: ignore[attr-defined]
     WEIGHTS.release(handles)
+
+
+# -- several buckets and targets ------------------------------------------------
+
+
+def merge_modules(modules: list[ModuleOp]) -> ModuleOp:
+    """One module holding every bucket's function (`@b0`, `@b1`, ... when
+    there are several) and each distinct kernel once. The modules must have
+    been lowered for one target and precision."""
+    from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
+    from xdsl.dialects.func import FuncOp
+
+    from vknn.dialects import vkd
+    from vknn.errors import InvalidArgument
+
+    if len(modules) == 1:
+        return modules[0]
+    out = ModuleOp([])
+    for key in (vkd.TARGET_ATTR, "vkd.precision", "onnx.opset"):
+        values = {str(m.attributes.get(key)) for m in modules}
+        if len(values) > 1:
+            raise InvalidArgument(f"cannot merge buckets compiled with different {key}")
+        if key in modules[0].attributes:
+            out.attributes[key] = modules[0].attributes[key]
+    kernels: dict[str, str] = {}  # printed properties -> symbol in `out`
+    for i, m in enumerate(modules):
+        renames: dict[str, str] = {}
+        for op in list(m.ops):
+            if isinstance(op, vkd.KernelOp):
+                old = op.sym_name.data
+                props = {k: str(v) for k, v in op.properties.items() if k != "sym_name"}
+                key = repr(sorted(props.items()))
+                name = kernels.get(key)
+                if name is None:
+                    name = old
+                    while name in kernels.values():
+                        name += "_"
+                    kernels[key] = name
+                    op.detach()
+                    op.properties["sym_name"] = StringAttr(name)
+                    out.body.block.add_op(op)
+                renames[old] = name
+        for op in list(m.ops):
+            if isinstance(op, FuncOp):
+                for d in op.walk():
+                    if isinstance(d, vkd.DispatchOp):
+                        old = d.kernel.root_reference.data
+                        d.properties["kernel"] = SymbolRefAttr(renames.get(old, old))
+                op.detach()
+                op.properties["sym_name"] = StringAttr(f"b{i}")
+                out.body.block.add_op(op)
+    return out
+
+
+WEIGHTS_ATTR = "vkd.weights"
+"""Module attribute of printed IR: the sidecar file holding its weights."""
+
+
+def save_text(module: ModuleOp, path: Path) -> Path:
+    """Write `module` as text and its weights to `<path>.weights` (named in
+    the module, so `load_text` finds them); returns the sidecar's path."""
+    import msgpack
+    from xdsl.dialects.builtin import DenseResourceAttr, StringAttr
+    from xdsl.printer import Printer
+
+    from vknn.ir.weights import WEIGHTS
+    from vknn.runtime.codec import encode_array
+
+    handles: dict[str, Any] = {}
+    for op in module.walk():
+        for a in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(a, DenseResourceAttr):
+                h = a.resource_handle.data
+                arr = WEIGHTS.get(h)
+                if arr is not None:
+                    handles[h] = encode_array(arr)
+    sidecar = path.with_name(path.name + ".weights")
+    module.attributes[WEIGHTS_ATTR] = StringAttr(sidecar.name)
+    sidecar.write_bytes(msgpack.packb(handles, use_bin_type=True))
+    with open(path, "w") as f:
+        Printer(stream=f).print_op(module)
+        f.write("\n")
+    return sidecar
+
+
+def load_text(path: Path) -> ModuleOp:
+    """Parse printed IR; weights come from the sidecar the module names (a
+    file next to it: nothing outside the module's folder is read)."""
+    import msgpack
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.parser import Parser
+
+    from vknn.dialects import make_context
+    from vknn.errors import ModelLoadError
+    from vknn.ir.weights import WEIGHTS
+    from vknn.runtime.codec import decode_array
+    from vknn.runtime.vxm import read_regular
+
+    text = read_regular(path, 1 << 32, "IR file").decode("utf-8", errors="replace")
+    try:
+        module = Parser(make_context(), text, str(path)).parse_module()
+    except Exception as e:
+        raise ModelLoadError(f"{path}: not valid IR: {' '.join(str(e).split())[:300]}") from None
+    name = module.attributes.get(WEIGHTS_ATTR)
+    if isinstance(name, StringAttr):
+        sidecar = Path(name.data)
+        if sidecar.name != name.data or sidecar.name in ("", ".", ".."):
+            raise ModelLoadError(f"{path}: weights file {name.data!r} must be a file next to it")
+        raw = read_regular(path.parent / sidecar, 1 << 40, "weights file")
+        try:
+            entries = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+            for handle, enc in entries.items():
+                if handle not in WEIGHTS:
+                    WEIGHTS.add(handle, decode_array(enc))
+        except Exception as e:
+            raise ModelLoadError(f"{path.parent / sidecar}: bad weights file ({e})") from None
+    return module
+
+
+def finish_text(path: Path) -> dict[str, Any]:
+    """A printed module at any lowering stage, through the rest of the
+    lowering pipeline (every pass leaves done work alone), as a program."""
+    from vknn.dialects import make_context
+    from vknn.serialize import module_to_program
+    from vknn.transforms.registry import available_passes
+
+    module = load_text(path)
+    spec = lowering_spec(LoweringOptions())
+    PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
+    return module_to_program(module)

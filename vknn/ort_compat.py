@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto
 
-from vknn.errors import InvalidArgument
 from vknn.config import Config
+from vknn.errors import InvalidArgument
 from vknn.session import Session, TensorInfo
 
 PROVIDERS = {"VulkanExecutionProvider": "vulkan", "CPUExecutionProvider": "cpu"}

@@ -224,14 +224,17 @@ class _Program:
         for op in block.ops:
             if isinstance(op, vkd.WeightOp):
                 arena, off = _root(op.result)
-                out["weights"].append(
-                    [arenas[arena], off, self.tables.weight(weight_bytes(op))]
-                )
+                out["weights"].append([arenas[arena], off, self.tables.weight(weight_bytes(op))])
             elif isinstance(op, vkd.UploadOp):
                 a, off, n = where(op.dest)
                 out["uploads"].append(
-                    {"input": args[op.source], "arena": a, "offset": off, "nbytes": n,
-                     **tensor(op.dest)}  # fmt: skip
+                    {
+                        "input": args[op.source],
+                        "arena": a,
+                        "offset": off,
+                        "nbytes": n,
+                        **tensor(op.dest),
+                    }  # fmt: skip
                 )
             elif isinstance(op, vkd.DownloadOp):
                 a, off, n = where(op.source)
@@ -240,9 +243,14 @@ class _Program:
                 )
             elif isinstance(op, vkd.DispatchOp):
                 k = self.kernel(op.kernel.root_reference.data)
-                binds = [where(v, o, n) for v, (o, n) in zip(op.buffers, op.binding_ranges(), strict=True)]
+                binds = [
+                    where(v, o, n)
+                    for v, (o, n) in zip(op.buffers, op.binding_ranges(), strict=True)
+                ]
                 groups = [int(g) for g in op.groups.get_values()]
-                self.limits["groups"] = [max(a, b) for a, b in zip(self.limits["groups"], groups, strict=True)]
+                self.limits["groups"] = [
+                    max(a, b) for a, b in zip(self.limits["groups"], groups, strict=True)
+                ]
                 push = struct.pack(
                     f"<{len(op.push.data)}I",
                     *[_word(w) for w in op.push.data],
@@ -256,18 +264,15 @@ class _Program:
                 )  # fmt: skip
             elif isinstance(op, vkd.CopyOp):
                 n = op.size.value.data
-                out["commands"].append(
-                    ["copy", where(op.source, op.src_offset.value.data, n),
-                     where(op.dest, op.dst_offset.value.data, n), n]
-                )  # fmt: skip
+                src = where(op.source, op.src_offset.value.data, n)[:2]
+                dst = where(op.dest, op.dst_offset.value.data, n)[:2]
+                out["commands"].append(["copy", src, dst, n])
             elif isinstance(op, vkd.BarrierOp):
                 ranges = op.ranges.get_values()
                 bufs = [
                     where(v, ranges[2 * i], ranges[2 * i + 1]) for i, v in enumerate(op.buffers)
                 ]
-                out["commands"].append(
-                    ["barrier", _stages(op.src), _stages(op.dst), bufs]
-                )
+                out["commands"].append(["barrier", _stages(op.src), _stages(op.dst), bufs])
         yield_op = block.last_op
         assert isinstance(yield_op, vkd.YieldOp)
         return out
@@ -285,8 +290,10 @@ class _Program:
             "arg_slots": list(view.inputs),
             "out_slots": list(view.outputs),
             "constants": [[s, self.tables.array(a)] for s, a in view.constants.items()],
-            "specs": [[s, view.specs[s].name, list(view.specs[s].shape), view.specs[s].dtype]
-                      for s in range(len(view.values))],  # fmt: skip
+            "specs": [
+                [s, view.specs[s].name, list(view.specs[s].shape), view.specs[s].dtype]
+                for s in range(len(view.values))
+            ],  # fmt: skip
             "steps": steps,
         }
 
@@ -305,7 +312,9 @@ class _Program:
                     name = n.data
             host[arg] = len(host)
             spec = tensor_spec(name, arg.type)
-            inputs.append({"name": name, "shape": list(spec.shape), "dtype": spec.dtype, "value": host[arg]})
+            inputs.append(
+                {"name": name, "shape": list(spec.shape), "dtype": spec.dtype, "value": host[arg]}
+            )
         segments: list[dict[str, Any]] = []
         report: list[list[str]] = []
         outputs: list[dict[str, Any]] = []
@@ -316,15 +325,27 @@ class _Program:
                 segments.append(self.cpu(op, host))
             elif isinstance(op, ReturnOp):
                 names_attr = func.attributes.get("onnx.output_names")
-                names = [a.data for a in names_attr.data] if isinstance(names_attr, ArrayAttr) else []  # type: ignore[attr-defined]
+                names = (
+                    [a.data for a in names_attr.data] if isinstance(names_attr, ArrayAttr) else []
+                )  # type: ignore[attr-defined]
                 for i, v in enumerate(op.operands):
                     spec = tensor_spec(names[i] if i < len(names) else f"output{i}", v.type)
                     if v not in host:  # a constant or input returned as it is
                         host[v] = len(host)
-                        if isinstance(v.owner, Operation) and v.owner.name in segment_steps.CONSTANT_OPS:
-                            segments.append({"kind": "const", "value": host[v],
-                                             "array": self.tables.array(segment_steps.constant_value(v.owner))})  # fmt: skip
-                    outputs.append({"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype, "value": host[v]})
+                        if (
+                            isinstance(v.owner, Operation)
+                            and v.owner.name in segment_steps.CONSTANT_OPS
+                        ):
+                            array = self.tables.array(segment_steps.constant_value(v.owner))
+                            segments.append({"kind": "const", "value": host[v], "array": array})
+                    outputs.append(
+                        {
+                            "name": spec.name,
+                            "shape": list(spec.shape),
+                            "dtype": spec.dtype,
+                            "value": host[v],
+                        }
+                    )
                 continue
             elif op.name in segment_steps.CONSTANT_OPS or op.name == "onnx.NoValue":
                 continue
@@ -392,7 +413,7 @@ def _report(seg: Operation) -> list[list[str]]:
         for op in seg.body.block.ops:
             if isinstance(op, vkd.DispatchOp):
                 a = op.attributes.get(NAME_ATTR)
-                for n in (a.data.split(",") if isinstance(a, StringAttr) else []):
+                for n in a.data.split(",") if isinstance(a, StringAttr) else []:
                     if n and n not in seen:
                         seen.add(n)
                         out.append([n, "vulkan", ""])

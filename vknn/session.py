@@ -177,6 +177,9 @@ class Session:
         if is_vxm(model):
             self._open_vxm(model, config)
             return
+        if isinstance(model, str | Path) and str(model).endswith(".mlir"):
+            self._open_text(Path(model), config)
+            return
         from vknn.frontend.loader import load_model_bytes, load_model_file
 
         self.config = _with_precision(config or Config(), "high")
@@ -206,7 +209,17 @@ class Session:
             vxm = load_vxm(model)
         self._vxm = vxm
         self._name = vxm.path
-        program = vxm.program
+        cfg = config or Config()
+        device = None
+        if "vulkan" in cfg.backends:
+            from vknn.runtime.vulkan.context import shared_device
+
+            device, _, _ = shared_device()
+        program = vxm.select(device.caps if device is not None else None, "vulkan" in cfg.backends)
+        self._open_program(program, config)
+
+    def _open_program(self, program: Any, config: Config | None) -> None:
+        """A session on a compiled program (a .vxm variant, or printed vkd)."""
         self.config = _with_precision(config or Config(), program.precision)
         if config is not None and config.precision not in (None, program.precision):
             raise InvalidArgument(
@@ -215,10 +228,15 @@ class Session:
                 f"(`vknn compile <model.onnx> -o {self._name} --precision {config.precision}`)"
             )
         meta = program.metadata
-        self.inputs = [_stored_info(d) for d in meta.get("inputs", ())]
-        self.outputs = [_stored_info(d) for d in meta.get("outputs", ())]
+        if meta.get("inputs"):
+            self.inputs = [_stored_info(d) for d in meta.get("inputs", ())]
+            self.outputs = [_stored_info(d) for d in meta.get("outputs", ())]
+        else:  # printed IR: the first bucket's shapes
+            b0 = program.buckets[0]
+            self.inputs = [TensorInfo(io.name, io.shape, np.dtype(io.dtype)) for io in b0.inputs]
+            self.outputs = [TensorInfo(io.name, io.shape, np.dtype(io.dtype)) for io in b0.outputs]
         exe = self._executable(program)
-        for i, b in enumerate(program.buckets):
+        for i, _ in enumerate(program.buckets):
             self._register(Bucket(exe, i))
         wanted = [b for b in self._initial_shapes() if b]
         for shapes in wanted:
@@ -229,11 +247,24 @@ class Session:
                     f"{self._name} was not compiled for; {self._recompile_hint(shapes)}"
                 )
 
+    def _open_text(self, path: Path, config: Config | None) -> None:
+        """Printed IR (`vknn compile --emit-vkd -o m.vkd.mlir`, edited or not):
+        the rest of the lowering pipeline, then its program."""
+        from vknn.compiler import finish_text
+        from vknn.runtime.program import Program
+
+        self._name = str(path)
+        self._vxm = path  # compiled: no new buckets
+        program = Program.decode(finish_text(path))
+        self._open_program(program, config)
+
     def _executable(self, program: Any) -> Any:
         from vknn.runtime.executable import Executable
 
         device = pipelines = None
-        if any(s.__class__.__name__ == "VulkanSegment" for b in program.buckets for s in b.segments):
+        if any(
+            s.__class__.__name__ == "VulkanSegment" for b in program.buckets for s in b.segments
+        ):
             from vknn.runtime.vulkan.context import shared_device
 
             device, pipelines, why = shared_device()
@@ -337,7 +368,10 @@ class Session:
             return {"name": t.name, "dims": None if t.dims is None else list(t.dims),
                     "dtype": t.dtype.name}  # fmt: skip
 
-        return {"inputs": [info(i) for i in self.inputs], "outputs": [info(o) for o in self.outputs]}
+        return {
+            "inputs": [info(i) for i in self.inputs],
+            "outputs": [info(o) for o in self.outputs],
+        }
 
     def _register(self, bucket: Bucket) -> None:
         key = bucket.spec.key
@@ -475,7 +509,9 @@ class Session:
             known = [io.name for io in bucket.spec.outputs]
             for name in output_names:
                 if name not in known:
-                    raise InvalidArgument(f"unknown output '{name}'; outputs are: {', '.join(known)}")
+                    raise InvalidArgument(
+                        f"unknown output '{name}'; outputs are: {', '.join(known)}"
+                    )
         out = bucket.executable.run(bucket.index, feeds)
         if output_names is None:
             return out
@@ -546,9 +582,7 @@ class Session:
         """Dispatches the first bucket records (what `vknn run --profile` reports)."""
         from vknn.runtime.program import VulkanSegment
 
-        return sum(
-            s.dispatches for s in self.bucket.spec.segments if isinstance(s, VulkanSegment)
-        )
+        return sum(s.dispatches for s in self.bucket.spec.segments if isinstance(s, VulkanSegment))
 
     def node_backends(self) -> dict[str, str]:
         """ONNX node name -> the backend its ops run on (joined by '+' if split)."""

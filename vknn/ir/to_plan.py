@@ -23,23 +23,21 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
-    ModuleOp,
     NoneType,
     StringAttr,
     TensorType,
     UnitAttr,
     UnrankedTensorType,
 )
-from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Operation, SSAValue, TypeAttribute
 
-from vknn.dialects.onnx import NAME_ATTR, CustomOp, GraphAttr, NoValueOp, OnnxOp, module_opset
+from vknn.dialects.onnx import NAME_ATTR, CustomOp, GraphAttr, OnnxOp, module_opset
 from vknn.errors import VknnError
 from vknn.ir.constants import to_numpy
 from vknn.ir.onnx_export import ValueNames, node_proto, op_type_and_domain, value_info
 from vknn.ir.types import numpy_dtype
-from vknn.runtime.plan import NO_VALUE, Plan, Step, TensorSpec
+from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
 
 OUTPUT_NAMES_ATTR = "onnx.output_names"
 _CONSTANT_OPS = ("onnx.Constant", "vx.constant")
@@ -193,41 +191,3 @@ def op_step(op: Operation) -> Step:
         if not isinstance(v.type, NoneType) and v not in b.slots:
             b.new_slot(v)
     return b.step(op)
-
-
-def module_to_plan(module: ModuleOp) -> Plan:
-    funcs = [op for op in module.ops if isinstance(op, FuncOp)]
-    if len(funcs) != 1:
-        raise VknnError(f"expected one function in the compiled module, found {len(funcs)}")
-    func = funcs[0]
-    b = _PlanBuilder()
-    inputs: list[tuple[TensorSpec, int]] = []
-    for i, arg in enumerate(func.body.block.args):
-        name = f"arg{i}"
-        if func.arg_attrs is not None:
-            d = func.arg_attrs.data[i]
-            if isinstance(d, DictionaryAttr) and isinstance(n := d.data.get(NAME_ATTR), StringAttr):
-                name = n.data
-        inputs.append((tensor_spec(name, arg.type), b.new_slot(arg)))
-    steps: list[Step] = []
-    outputs: list[tuple[TensorSpec, int]] = []
-    for op in func.body.block.ops:
-        if op.name in _CONSTANT_OPS:
-            value = op.properties.get("value")
-            if value is None:
-                value = op.attributes.get("value")
-            assert value is not None
-            b.constants[b.new_slot(op.results[0])] = np.asarray(to_numpy(value))
-        elif isinstance(op, NoValueOp):
-            continue
-        elif isinstance(op, ReturnOp):
-            names_attr = func.attributes.get(OUTPUT_NAMES_ATTR)
-            names = plain(names_attr) if names_attr is not None else []
-            for i, v in enumerate(op.operands):
-                name = names[i] if i < len(names) else f"output{i}"
-                outputs.append((tensor_spec(name, v.type), b.slot(v)))
-        else:
-            steps.append(b.step(op))
-    plan = Plan(inputs, outputs, b.constants, steps, b.next_slot)
-    plan.compute_last_use()
-    return plan

@@ -1,6 +1,6 @@
-"""`Plan` <-> plain msgpack-able data, an exact round trip.
+"""Plain values, arrays and `Step`s <-> msgpack-able data, an exact round trip.
 
-msgpack knows None, bool, int, float, str, bytes, lists and maps; a plan also
+msgpack knows None, bool, int, float, str, bytes, lists and maps; a step also
 holds tuples, dicts with non-string keys, numpy arrays and scalars, nested
 `Step`s (fused bodies, merged epilogues) and `TensorSpec`s. Every value that
 is not a msgpack scalar or a list is encoded as a map tagged by the key "$"
@@ -13,20 +13,17 @@ ConstantOfShape) is stored as its one element and decoded as the same
 zero-copy view. Decoded arrays are read-only views of the decoded bytes:
 plan constants are never written.
 
-`encode_plan(plan, weight=...)` lets the caller store constants elsewhere
-(the .vxm weights table, deduplicated across buckets) and keep only a
-reference in the plan. No xDSL here: the runtime decodes plans.
+No xDSL here: the runtime decodes plans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from vknn.errors import VknnError
-from vknn.runtime.plan import Plan, Step, TensorSpec
+from vknn.runtime.plan import Step, TensorSpec
 
 TAG = "$"
 
@@ -199,38 +196,3 @@ def decode_step(d: dict[str, Any]) -> Step:
         backend=d["backend"],
         reason=d["reason"],
     )
-
-
-def encode_plan(
-    plan: Plan, weight: Callable[[np.ndarray], Encoded] | None = None
-) -> dict[str, Encoded]:
-    """`plan` as plain data. `weight(array)` encodes each constant (default:
-    the array itself); a .vxm passes one that stores it in its weights table."""
-    enc_weight = weight or encode_array
-    return {
-        "inputs": [[encode_value(spec), slot] for spec, slot in plan.inputs],
-        "outputs": [[encode_value(spec), slot] for spec, slot in plan.outputs],
-        "constants": [[slot, enc_weight(a)] for slot, a in plan.constants.items()],
-        "steps": [encode_step(s) for s in plan.steps],
-        "num_slots": plan.num_slots,
-        "last_use": [[s, i] for s, i in plan.last_use.items()],
-    }
-
-
-def decode_plan(d: dict[str, Any], weight: Callable[[Encoded], np.ndarray] | None = None) -> Plan:
-    """The inverse of `encode_plan`; `weight` resolves what `encode_plan`'s
-    `weight` produced. Raises PlanCodecError on data that is not a plan."""
-    dec_weight = weight or decode_array
-    try:
-        return Plan(
-            inputs=[(decode_spec(spec), int(slot)) for spec, slot in d["inputs"]],
-            outputs=[(decode_spec(spec), int(slot)) for spec, slot in d["outputs"]],
-            constants={int(slot): dec_weight(w) for slot, w in d["constants"]},
-            steps=[decode_step(s) for s in d["steps"]],
-            num_slots=int(d["num_slots"]),
-            last_use={int(s): int(i) for s, i in d["last_use"]},
-        )
-    except PlanCodecError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise PlanCodecError(f"malformed plan data: {type(e).__name__}: {e}") from None

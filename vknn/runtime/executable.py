@@ -236,7 +236,9 @@ class Executable:
         for u in seg.uploads:
             x = np.asarray(values[seg.inputs[u.input]])
             if tuple(x.shape) != u.shape:
-                raise InvalidArgument(f"segment input of shape {list(x.shape)}, expected {list(u.shape)}")
+                raise InvalidArgument(
+                    f"segment input of shape {list(x.shape)}, expected {list(u.shape)}"
+                )
             try:
                 data = to_device(x, u.dtype, np.dtype(u.storage), "input")
             except ValueError as e:

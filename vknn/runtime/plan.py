@@ -1,9 +1,8 @@
-"""A compiled plan: plain data the runtime executes, with no xDSL objects.
-
-The compiler (vknn.compiler) lowers the IR to this; the runtime runs it. Values
-live in numbered slots: graph inputs, constants (numpy arrays) and step results.
-Step attributes are plain Python (int, float, str, tuples, lists, numpy
-arrays, bytes), keyed by the IR's attribute names.
+"""`Step`: one graph op as plain data, the form the numpy oracle runs (CPU
+segments of a compiled program) and the kernel specs read (gates, layout
+rules, recorders). No xDSL objects: values live in numbered slots, and
+attributes are plain Python (int, float, str, tuples, lists, numpy arrays,
+bytes), keyed by the IR's attribute names.
 """
 
 from __future__ import annotations
@@ -51,22 +50,3 @@ class Step:
         from vknn.runtime.op_kinds import op_kind
 
         return op_kind(self.op, self.attrs)
-
-
-@dataclass
-class Plan:
-    inputs: list[tuple[TensorSpec, int]]
-    outputs: list[tuple[TensorSpec, int]]
-    constants: dict[int, np.ndarray]
-    steps: list[Step]
-    num_slots: int
-    last_use: dict[int, int] = field(default_factory=dict)
-    """slot -> index of the last step reading it (intermediates are freed then)."""
-
-    def compute_last_use(self) -> None:
-        keep = {s for _, s in self.outputs} | set(self.constants)
-        self.last_use = {}
-        for i, step in enumerate(self.steps):
-            for s in step.inputs:
-                if s != NO_VALUE and s not in keep:
-                    self.last_use[s] = i

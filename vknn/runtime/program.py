@@ -309,8 +309,9 @@ def _kernel(k: Any, i: int) -> Kernel:
     _need(isinstance(spirv, bytes) and len(spirv) % 4 == 0 and len(spirv) >= 20,
           f"{w}: SPIR-V is not a word stream")  # fmt: skip
     _need(spirv[:4] == b"\x03\x02\x23\x07", f"{w}: SPIR-V has no magic number")
-    return Kernel(_str(k["name"], w), _str(k["shader"], w), _dtype(k["variant"], w, ("fp32", "fp16")),
-                  local, writes, push, tuple(spec), spirv)  # type: ignore[arg-type]  # fmt: skip
+    variant = _dtype(k["variant"], w, ("fp32", "fp16"))
+    name, shader = _str(k["name"], w), _str(k["shader"], w)
+    return Kernel(name, shader, variant, local, writes, push, tuple(spec), spirv)  # type: ignore[arg-type]
 
 
 def _weight(w: Any, i: int) -> bytes:
@@ -378,7 +379,10 @@ def _vulkan(s: dict[str, Any], w: str, kernels: tuple[Kernel, ...],
         _transfer(u, f"{w} download {j}", arenas_t, 0)
         for j, u in enumerate(_list(s["downloads"], w))
     )
-    _need(len(downloads) == len(outputs), f"{w}: {len(downloads)} downloads for {len(outputs)} outputs")
+    _need(
+        len(downloads) == len(outputs),
+        f"{w}: {len(downloads)} downloads for {len(outputs)} outputs",
+    )
     commands: list[Command] = []
     for j, c in enumerate(_list(s["commands"], f"{w} commands")):
         cw = f"{w} command {j}"
@@ -398,8 +402,8 @@ def _vulkan(s: dict[str, Any], w: str, kernels: tuple[Kernel, ...],
             for b, writes in zip(binds, kernels[k].writes, strict=True):
                 _need(not (writes and arenas_t[b.arena][0] == "staging"),
                       f"{cw}: a kernel writes a staging arena")  # fmt: skip
-            commands.append(DispatchCmd(k, binds, c[3], groups,  # type: ignore[arg-type]
-                                        _str(c[5], cw), _str(c[6], cw), _str(c[7], cw)))  # fmt: skip
+            label, nodes, kind = _str(c[5], cw), _str(c[6], cw), _str(c[7], cw)
+            commands.append(DispatchCmd(k, binds, c[3], groups, label, nodes, kind))  # type: ignore[arg-type]
         elif c[0] == "copy":
             _need(len(c) == 4, f"{cw}: a copy has 4 fields")
             size = _int(c[3], f"{cw} size", 1)

@@ -143,7 +143,8 @@ def unmet(target: Target, caps: Any) -> str | None:
     compiled for `target`, naming the first capability it lacks; None if it can."""
     t, c = target, caps
     if tuple(c.api_version[:2]) < tuple(t.api_version[:2]):
-        return f"Vulkan {t.api_version[0]}.{t.api_version[1]} (the device has {c.api_version[0]}.{c.api_version[1]})"
+        have = f"{c.api_version[0]}.{c.api_version[1]}"
+        return f"Vulkan {t.api_version[0]}.{t.api_version[1]} (the device has {have})"
     limits = [
         ("maxComputeWorkGroupInvocations", c.max_compute_work_group_invocations,
          t.max_compute_work_group_invocations),

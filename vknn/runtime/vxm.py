@@ -1,65 +1,52 @@
-"""`.vxm`: a compiled model — plan buckets, weights and metadata in one file.
+"""The `.vxm` compiled model: one or more programs (one per target), msgpack.
 
-The file is one msgpack map whose entries are, in this order:
+A `.vxm` is a serialized `vkd` module per target (`vknn.serialize`: kernels
+with SPIR-V, weights in their device bytes, commands, CPU ops), written by
+`vknn compile m.onnx -o m.vxm [--target lavapipe --target nvidia]`. At
+load, `VxmModel.select(caps)` takes the first variant the device satisfies
+(`target.unmet`), or says which targets the file holds and what the device
+lacks. The file is untrusted input: it is read only if it is a regular file
+of bounded size, every field is checked (`Program.decode`), and problems are
+one `ModelLoadError` line naming the file; SPIR-V is validated on top of
+that by the session (`spirv_check.py`).
 
-    magic           "VXM"
-    format_version  int (this vknn writes FORMAT_VERSION, reads SUPPORTED_VERSIONS)
-    vknn_version    the writer's vknn version
-    created_by      what wrote it (e.g. "vknn compile model.onnx ...")
-    precision       the default Config.precision of a session on it
-    metadata        model name, producer, declared inputs/outputs (dims may be
-                    symbolic), bucket shapes, compile pipeline, dims, target caps
-    weights         [encoded array]: every plan constant, stored once however
-                    many buckets use it (deduplicated by content hash)
-    buckets         [encoded plan] (plan_codec; constants refer to `weights` by index)
-    vkd             the printed `vkd` module (for inspection; the runtime ignores it)
-    content_hash    sha256 (hex) of every byte of the file before this entry
+The map, in this order (the writer packs it so; the reader checks):
 
-`content_hash` is the last entry and nothing follows it, so the hash covers the
-map header and every other field exactly as written (the writer packs them in
-this fixed order), and checking it needs no re-encoding.
+| entry | content |
+|---|---|
+| `magic` | `"VXM"` |
+| `format_version` | `2` |
+| `vknn_version`, `created_by` | the writer and its command line |
+| `weights` | every variant's weight bytes once (deduplicated by content) |
+| `variants` | one program each (`runtime.program`), `weights` as indices into the table |
+| `content_hash` | sha256 (hex) of every byte before this entry (corruption, not authenticity) |
 
-Loading needs msgpack and numpy only: no xDSL, no compiler. Every problem —
-not a .vxm, an unsupported version, a truncated file, a hash mismatch, bad
-content — is a `ModelLoadError` naming the file.
+This module imports no xDSL and no compiler code.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgpack
-import numpy as np
 
 from vknn.errors import ModelLoadError
-from vknn.runtime.plan import Plan
-from vknn.runtime.codec import (
-    TAG,
-    PlanCodecError,
-    decode_array,
-    decode_plan,
-    encode_array,
-    encode_plan,
-)
+from vknn.runtime.program import Program, ProgramError, VulkanSegment
+from vknn.runtime.target import unmet
 
 MAGIC = "VXM"
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = (2,)
 SUFFIX = ".vxm"
-FIELDS = (
-    "magic",
-    "format_version",
-    "vknn_version",
-    "created_by",
-    "precision",
-    "metadata",
-    "weights",
-    "buckets",
-    "vkd",
-)
+FIELDS = ("magic", "format_version", "vknn_version", "created_by", "weights", "variants")
+MAX_BYTES = 1 << 36
+"""Largest .vxm read (64 GiB): a bound, so a device file or a huge sparse
+file is refused instead of read forever."""
 _MAGIC_BYTES = msgpack.packb("magic") + msgpack.packb(MAGIC)
 
 
@@ -71,11 +58,38 @@ class VxmModel:
     format_version: int
     vknn_version: str
     created_by: str
-    precision: str
-    metadata: dict[str, Any]
-    plans: list[Plan]
-    vkd: str
-    weights: list[np.ndarray] = field(default_factory=list)
+    programs: list[Program]
+
+    @property
+    def targets(self) -> list[str]:
+        return [p.compiled_for.name for p in self.programs]
+
+    def select(self, caps: Any, vulkan: bool = True) -> Program:
+        """The first variant a device with `caps` (None: no device) runs, a
+        CPU-only variant needing none; else ModelLoadError saying why not."""
+        reasons = []
+        for p in self.programs:
+            needs_gpu = any(isinstance(s, VulkanSegment) for b in p.buckets for s in b.segments)
+            if not needs_gpu:
+                return p
+            if not vulkan:
+                reasons.append(
+                    f"'{p.compiled_for.name}' runs on Vulkan (the session's backends exclude it)"
+                )
+                continue
+            if caps is None:
+                reasons.append(f"'{p.compiled_for.name}' needs a Vulkan device (there is none)")
+                continue
+            why = unmet(p.target, caps)
+            if why is None:
+                return p
+            reasons.append(f"'{p.compiled_for.name}' needs {why}")
+        raise ModelLoadError(
+            f"{self.path}: no variant runs here: "
+            + "; ".join(reasons)
+            + ". Recompile for this device: `vknn compile <model.onnx> -o "
+            + f"{self.path} --target from-device`"
+        )
 
 
 def looks_like_vxm(head: bytes) -> bool:
@@ -84,7 +98,7 @@ def looks_like_vxm(head: bytes) -> bool:
 
 
 def is_vxm(model: Any) -> bool:
-    """A path ending in .vxm, a file starting with the .vxm magic, or such bytes."""
+    """A path ending in .vxm, a regular file starting with the .vxm magic, or such bytes."""
     if isinstance(model, bytes | bytearray):
         return looks_like_vxm(bytes(model[:16]))
     if isinstance(model, str | Path):
@@ -92,6 +106,8 @@ def is_vxm(model: Any) -> bool:
         if path.suffix == SUFFIX:
             return True
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return False
             with open(path, "rb") as f:
                 return looks_like_vxm(f.read(16))
         except OSError:
@@ -102,46 +118,30 @@ def is_vxm(model: Any) -> bool:
 # -- writing -----------------------------------------------------------------
 
 
-class WeightTable:
-    """Plan constants stored once: equal arrays (dtype, shape, bytes) share an id."""
-
-    def __init__(self) -> None:
-        self.entries: list[Any] = []
-        self._ids: dict[bytes, int] = {}
-
-    def add(self, array: np.ndarray) -> dict[str, Any]:
-        enc = encode_array(array)
-        key = hashlib.sha256(msgpack.packb(enc)).digest()
-        index = self._ids.get(key)
-        if index is None:
-            index = self._ids[key] = len(self.entries)
-            self.entries.append(enc)
-        return {TAG: "w", "id": index}
-
-
-def encode_vxm(
-    plans: list[Plan],
-    *,
-    precision: str,
-    metadata: dict[str, Any],
-    vkd: str,
-    created_by: str,
-) -> bytes:
-    """The bytes of a .vxm file holding `plans` (one per bucket)."""
+def encode_vxm(programs: list[dict[str, Any]], *, created_by: str) -> bytes:
+    """The bytes of a .vxm file holding `programs` (plain program data, one
+    per target, in the order a device should try them)."""
     from vknn import __version__
 
-    table = WeightTable()
-    buckets = [encode_plan(p, weight=table.add) for p in plans]
+    table: list[bytes] = []
+    ids: dict[bytes, int] = {}
+    variants = []
+    for p in programs:
+        refs = []
+        for w in p["weights"]:
+            key = hashlib.sha256(w).digest()
+            if key not in ids:
+                ids[key] = len(table)
+                table.append(w)
+            refs.append(ids[key])
+        variants.append({**p, "weights": refs})
     values = {
         "magic": MAGIC,
         "format_version": FORMAT_VERSION,
         "vknn_version": __version__,
         "created_by": created_by,
-        "precision": precision,
-        "metadata": metadata,
-        "weights": table.entries,
-        "buckets": buckets,
-        "vkd": vkd,
+        "weights": table,
+        "variants": variants,
     }
     packer = msgpack.Packer(use_bin_type=True)
     parts = [packer.pack_map_header(len(FIELDS) + 1)]
@@ -152,23 +152,44 @@ def encode_vxm(
     return body + packer.pack("content_hash") + packer.pack(digest)
 
 
-def save_vxm(path: str | Path, plans: list[Plan], **kwargs: Any) -> int:
-    """Write a .vxm file (see `encode_vxm`); return its size in bytes."""
-    data = encode_vxm(plans, **kwargs)
-    Path(path).write_bytes(data)
+def save_vxm(path: str | Path, programs: list[dict[str, Any]], created_by: str) -> int:
+    """Write a .vxm file (`encode_vxm`), by write-then-rename; return its size."""
+    data = encode_vxm(programs, created_by=created_by)
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
     return len(data)
 
 
 # -- reading -----------------------------------------------------------------
 
 
+def read_regular(path: str | Path, limit: int, what: str) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes
+    (never a FIFO, device or directory, which could block or never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise ModelLoadError(f"{path}: cannot read the {what}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelLoadError(f"{path}: not a regular file, so not a {what}")
+        if st.st_size > limit:
+            raise ModelLoadError(f"{path}: {st.st_size} bytes is larger than any {what} VKNN reads")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(st.st_size + 1)
+        if len(data) > limit:
+            raise ModelLoadError(f"{path}: larger than any {what} VKNN reads")
+        return data
+    finally:
+        os.close(fd)
+
+
 def load_vxm(path: str | Path) -> VxmModel:
     """Read and check a .vxm file; ModelLoadError (naming it) on any problem."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise ModelLoadError(f"{path}: cannot read the compiled model: {e.strerror or e}") from None
-    return decode_vxm(data, str(path))
+    return decode_vxm(read_regular(path, MAX_BYTES, "compiled model"), str(path))
 
 
 def decode_vxm(data: bytes, where: str = "<bytes>") -> VxmModel:
@@ -177,9 +198,8 @@ def decode_vxm(data: bytes, where: str = "<bytes>") -> VxmModel:
 
     if not data:
         raise fail("the file is empty, not a .vxm compiled model")
-    up = msgpack.Unpacker(raw=False, max_buffer_size=max(len(data), 1))
+    up = msgpack.Unpacker(raw=False, max_buffer_size=max(len(data), 1), strict_map_key=True)
     up.feed(data)
-    # Magic and version first, so a wrong file says so instead of "corrupt".
     try:
         n = up.read_map_header()
         key, magic = up.unpack(), up.unpack()
@@ -203,10 +223,11 @@ def decode_vxm(data: bytes, where: str = "<bytes>") -> VxmModel:
             f".vxm format version {version} is not supported (this vknn reads version "
             f"{supported}); recompile the model with this vknn's `vknn compile`"
         )
-
     fields: dict[str, Any] = {"magic": magic, "format_version": version}
     hash_at = None
     try:
+        if not isinstance(n, int) or n > 64:
+            raise ValueError("too many entries")
         for _ in range(n - 2):
             at = up.tell()
             key = up.unpack()
@@ -225,35 +246,31 @@ def decode_vxm(data: bytes, where: str = "<bytes>") -> VxmModel:
     got = hashlib.sha256(data[:hash_at]).hexdigest()
     if want != got:
         raise fail(
-            "content hash mismatch: the file was tampered with or is corrupt "
+            "content hash mismatch: the file was damaged or edited "
             f"(stored {str(want)[:16]}..., computed {got[:16]}...)"
         )
     missing = [k for k in FIELDS if k not in fields]
     if missing:
         raise fail(f"the file is corrupt (missing {', '.join(missing)})")
-    try:
-        weights = [decode_array(w) for w in fields["weights"]]
-
-        def weight(ref: Any) -> np.ndarray:
-            if not isinstance(ref, dict) or ref.get(TAG) != "w":
-                raise PlanCodecError(
-                    f"a plan constant is not a weights-table reference: {ref!r:.60}"
-                )
-            return weights[int(ref["id"])]
-
-        plans = [decode_plan(b, weight=weight) for b in fields["buckets"]]
-    except (PlanCodecError, KeyError, IndexError, TypeError, ValueError) as e:
-        raise fail(f"the file's plans are corrupt: {e}") from None
-    if not plans:
-        raise fail("the file holds no plan bucket")
+    table = fields["weights"]
+    variants = fields["variants"]
+    if not isinstance(table, list) or not isinstance(variants, list) or not variants:
+        raise fail("the file is corrupt (no weights table or no variant)")
+    programs = []
+    for i, v in enumerate(variants):
+        try:
+            if not isinstance(v, dict) or not isinstance(v.get("weights"), list):
+                raise ProgramError("a variant is not a program")
+            refs = v["weights"]
+            if not all(isinstance(r, int) and 0 <= r < len(table) for r in refs):
+                raise ProgramError("a weight reference is out of range")
+            programs.append(Program.decode({**v, "weights": [table[r] for r in refs]}))
+        except ProgramError as e:
+            raise fail(f"variant {i}: {e}") from None
     return VxmModel(
         path=where,
         format_version=version,
         vknn_version=str(fields["vknn_version"]),
         created_by=str(fields["created_by"]),
-        precision=str(fields["precision"]),
-        metadata=dict(fields["metadata"]),
-        plans=plans,
-        vkd=str(fields["vkd"]),
-        weights=weights,
+        programs=programs,
     )

@@ -34,6 +34,39 @@ def _compile(args: argparse.Namespace) -> int:
         return _compile_model(args, out)
 
 
+def _lowering_options(args: argparse.Namespace, unavailable: str = ""):  # type: ignore[no-untyped-def]
+    from vknn.compiler import LoweringOptions
+
+    return LoweringOptions(
+        precision=args.precision,
+        backends=tuple(b.strip() for b in args.backends.split(",") if b.strip()),
+        disable_vk_ops=args.disable_vk_ops,
+        device_layout=args.device_layout,
+        fastmath=args.fastmath,
+        vulkan_unavailable=unavailable,
+    )
+
+
+def _targets(args: argparse.Namespace) -> list[tuple[object, str]]:
+    """(target, why there is none) per --target (default: the device found)."""
+    from vknn.kernels.targets import target
+
+    names = args.target or ["from-device"]
+    out: list[tuple[object, str]] = []
+    for name in names:
+        if name == "from-device" and "vulkan" in args.backends:
+            from vknn.runtime.vulkan.context import shared_device
+
+            device, _, why = shared_device()
+            if device is None:
+                if args.target:
+                    raise VknnError(f"--target from-device: {why or 'no Vulkan device'}")
+                out.append((None, why or "no Vulkan device"))
+                continue
+        out.append((target(name), ""))
+    return out
+
+
 def _compile_model(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no-untyped-def]
     from xdsl.passes import PassPipeline
     from xdsl.printer import Printer
@@ -49,12 +82,13 @@ def _compile_model(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no
             f"-o {args.output}: write a compiled model (.vxm) or the vkd module (.mlir), "
             f"not '{args.output.suffix or 'no suffix'}'"
         )
+    if args.model.suffix == ".mlir":
+        return _compile_text(args, vkd_out)
     t0 = time.perf_counter()
     module = import_onnx_file(args.model)
     t_import = time.perf_counter() - t0
     before = _op_counts(module)
     ctx = make_context()
-    # The summary is of the first bucket; -o/--emit-vkd reuse its module.
     buckets = [{**_parse_shapes(args.shapes), **b} for b in args.bucket] or [
         _parse_shapes(args.shapes)
     ]
@@ -99,11 +133,162 @@ def _compile_model(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no
     left = sorted(k for k in after if k.startswith("onnx.") and k != "onnx.Constant")
     if left:
         print(f"not lowered to vx (will run on the CPU): {', '.join(left)}")
+    targets = _targets(args) if (args.output or args.emit_vkd or args.support_report) else []
     if args.support_report:
-        _write_support_report(module, args)
+        _write_support_report(module, args, targets[0])
     if args.output or args.emit_vkd:
-        _write_compiled(args, module, buckets, vkd_out)
+        _write_compiled(args, module, buckets, targets, vkd_out)
     return 0
+
+
+def _lowered(args: argparse.Namespace, vx_modules: list, target_entry) -> object:  # type: ignore[no-untyped-def]
+    """The vx modules (one per bucket) lowered for one target, merged."""
+    from vknn.compiler import lower, merge_modules
+
+    target, why = target_entry
+    opts = _lowering_options(args, why)
+    return merge_modules([lower(m.clone(), opts, target) for m in vx_modules])
+
+
+def _write_compiled(  # type: ignore[no-untyped-def]
+    args: argparse.Namespace, first, buckets: list, targets: list, vkd_out
+) -> None:
+    """-o model.vxm (one variant per --target), -o out.mlir (the vkd module of
+    the first target, weights beside it), --emit-vkd (stdout)."""
+    from xdsl.printer import Printer
+
+    from vknn.compiler import graph_pipeline, import_any, save_text
+    from vknn.serialize import module_to_program
+
+    vx_modules = [first]
+    for b in buckets[1:]:
+        vx_modules.append(
+            graph_pipeline(import_any(args.model), args.pipeline, b, _parse_dims(args.dims))
+        )
+    lowered = [_lowered(args, vx_modules, t) for t in targets]
+    if args.emit_vkd:
+        Printer(stream=vkd_out).print_op(lowered[0])
+        vkd_out.write("\n")
+    out = args.output
+    if out is not None and out.suffix == ".mlir":
+        sidecar = save_text(lowered[0], out)
+        print(f"vkd        {out} ({len(buckets)} bucket(s)), weights in {sidecar.name}")
+    elif out is not None:
+        from vknn.runtime.vxm import save_vxm
+
+        meta = _model_metadata(args.model)
+        programs = [module_to_program(m, meta) for m in lowered]
+        created = (
+            f"vknn compile {args.model} --precision {args.precision}"
+            + "".join(f" --target {t}" for t in args.target)
+            + "".join(
+                f" --bucket {','.join(f'{k}={v}' for k, v in _bucket_text(b).items())}"
+                for b in buckets
+                if b
+            )
+        )
+        size = save_vxm(out, programs, created)
+        shapes = "; ".join(
+            ", ".join(f"{io.name}={'x'.join(map(str, io.shape))}" for io in b_inputs)
+            for b_inputs in _bucket_inputs(programs[0])
+        )
+        names = ", ".join(p["compiled_for"]["name"] for p in programs)
+        print(
+            f"wrote      {out} ({size / 1e6:.1f} MB, precision {args.precision}, targets {names})"
+        )
+        print(f"buckets    {shapes}")
+
+
+def _bucket_inputs(program: dict) -> list:  # type: ignore[type-arg]
+    from vknn.runtime.program import IO
+
+    return [
+        [IO(i["name"], tuple(i["shape"]), i["dtype"], i["value"]) for i in b["inputs"]]
+        for b in program["buckets"]
+    ]
+
+
+def _model_metadata(path: Path) -> dict:  # type: ignore[type-arg]
+    """Declared inputs and outputs (symbolic dims kept) for a .vxm's sessions."""
+    from vknn.frontend.loader import load_model_file
+    from vknn.session import _declared
+
+    proto = load_model_file(path)
+    inits = {t.name for t in proto.graph.initializer}
+
+    def info(vi) -> dict:  # type: ignore[no-untyped-def,type-arg]
+        t = _declared(vi)
+        return {"name": t.name, "dims": None if t.dims is None else list(t.dims),
+                "dtype": t.dtype.name}  # fmt: skip
+
+    return {
+        "model": str(path.name),
+        "producer": proto.producer_name,
+        "inputs": [info(vi) for vi in proto.graph.input if vi.name not in inits],
+        "outputs": [info(vi) for vi in proto.graph.output],
+    }
+
+
+def _compile_text(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no-untyped-def]
+    """`vknn compile m.vkd.mlir -o m.vxm`: printed IR (any lowering stage)
+    through the rest of the pipeline into a compiled model."""
+    from vknn.compiler import finish_text
+    from vknn.runtime.vxm import save_vxm
+
+    program = finish_text(args.model)
+    if args.output is None or args.output.suffix != ".vxm":
+        raise VknnError(f"{args.model}: compile printed IR with -o model.vxm")
+    size = save_vxm(args.output, [program], f"vknn compile {args.model}")
+    print(f"wrote      {args.output} ({size / 1e6:.1f} MB, precision {program['precision']})")
+    return 0
+
+
+def _write_support_report(module, args: argparse.Namespace, target_entry) -> None:  # type: ignore[no-untyped-def]
+    """Partition a copy of the module exactly as a session would (without
+    the island-folding hint) and write which backend each node lands on."""
+    import json
+
+    from vknn.compiler import LoweringOptions, lower
+
+    target, why = target_entry
+    opts = _lowering_options(args, why)
+    opts = LoweringOptions(**{**opts.__dict__, "fold_gpu_islands": 0})
+    lowered = lower(module.clone(), opts, target)
+    report = support_report(lowered)
+    args.support_report.write_text(json.dumps(report, indent=1) + "\n")
+    s = report["summary"]
+    on = getattr(target, "name", None) or f"no device ({why})"
+    print(
+        f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan, {s.get('cpu', 0)} on the CPU "
+        f"(gates of {on}) -> {args.support_report}"
+    )
+
+
+def support_report(module) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Which backend each ONNX node of a lowered module runs on, and why."""
+    from vknn.serialize import module_to_program
+
+    program = module_to_program(module)
+    nodes: list[dict] = []  # type: ignore[type-arg]
+    seen: dict[str, dict] = {}  # type: ignore[type-arg]
+    for node, backend, reason in program["buckets"][0]["nodes"]:
+        row = seen.get(node)
+        if row is None:
+            row = seen[node] = {"name": node, "backend": backend}
+            nodes.append(row)
+        elif row["backend"] != backend:
+            row["backend"] = "cpu" if backend in ("cpu", "onnx-reference") else row["backend"]
+        if reason and "reason" not in row:
+            row["reason"] = reason
+    summary: dict = {"total": len(nodes)}  # type: ignore[type-arg]
+    fams = Counter(
+        "cpu" if n["backend"] in ("cpu", "onnx-reference") else n["backend"] for n in nodes
+    )
+    summary.update(sorted(fams.items()))
+    reasons = Counter(n["reason"] for n in nodes if "reason" in n)
+    if reasons:
+        summary["reasons"] = dict(reasons.most_common())
+    return {"nodes": nodes, "summary": summary}
 
 
 def _shapes_text(shapes: dict[str, tuple[int, ...]]) -> str:
@@ -131,93 +316,6 @@ def _bucket_arg(text: str) -> dict[str, tuple[int, ...]]:
     return bucket
 
 
-def _target_caps(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """(caps, why there are none) for --caps: the device found, or a preset."""
-    if args.caps == "device":
-        from vknn.runtime.vulkan.context import shared_device
-
-        device, _, why = shared_device()
-        return (device.caps if device is not None else None), why
-    from vknn.runtime.vulkan.caps import DeviceCaps
-
-    return (DeviceCaps.lavapipe_like() if args.caps == "lavapipe" else DeviceCaps.h200_like()), None
-
-
-def _write_compiled(args: argparse.Namespace, module, buckets: list, vkd_out) -> None:  # type: ignore[no-untyped-def]
-    """-o model.vxm (compiled model), -o out.mlir (the vkd module), --emit-vkd (stdout)."""
-    from vknn.ir.plan_to_vkd import build_vxm
-
-    out = args.output
-    caps, why = _target_caps(args)
-    build = build_vxm(
-        args.model,
-        buckets=buckets,
-        precision=args.precision,
-        pipeline=args.pipeline,
-        dims=_parse_dims(args.dims),
-        caps=caps,
-        no_vulkan=why,
-        disable_vk_ops=args.disable_vk_ops,
-        created_by=f"vknn compile {args.model} --precision {args.precision}"
-        + "".join(
-            f" --bucket {','.join(f'{k}={v}' for k, v in _bucket_text(b).items())}"
-            for b in buckets
-            if b
-        ),
-        first=(buckets[0], module),
-    )
-    if args.emit_vkd:
-        vkd_out.write(build.vkd)
-    if out is not None and out.suffix == ".mlir":
-        out.write_text(build.vkd)
-        print(f"vkd        {out} ({len(build.plans)} plan bucket(s), {build.metadata['target']})")
-    elif out is not None:
-        size = build.save(out)
-        shapes = "; ".join(
-            ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in b.items())
-            for b in build.metadata["buckets"]
-        )
-        print(f"wrote      {out} ({size / 1e6:.1f} MB, precision {args.precision})")
-        print(f"buckets    {shapes}")
-
-
-def _write_support_report(module, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
-    """Gate every op exactly as the runtime would, on the device found or on
-    the capabilities named by --caps, and write the JSON report."""
-    import json
-
-    from vknn.ir.to_plan import module_to_plan
-    from vknn.config import Config
-    from vknn.runtime.partition import assign_backends
-    from vknn.runtime.support import support_report
-
-    config = Config(disable_vk_ops=args.disable_vk_ops)
-    caps, why = None, None
-    if args.caps == "device":
-        from vknn.runtime.vulkan.context import shared_device
-
-        device, _, why = shared_device()
-        caps = device.caps if device is not None else None
-    else:
-        from vknn.runtime.vulkan.caps import DeviceCaps
-
-        caps = DeviceCaps.lavapipe_like() if args.caps == "lavapipe" else DeviceCaps.h200_like()
-    plan = module_to_plan(module)
-    if caps is not None:
-        from vknn.runtime.vulkan.split_large import split_oversized_gemms
-
-        split_oversized_gemms(plan, caps.max_storage_buffer_range)
-    assign_backends(plan, config, caps, why, fold_islands=False)
-    report = support_report(plan)
-    args.support_report.write_text(json.dumps(report, indent=1) + "\n")
-    s = report["summary"]
-    on = caps.name if caps is not None else f"no device ({why})"
-    print(
-        f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan, {s.get('cpu', 0)} on the CPU "
-        f"(gates of {on}) -> {args.support_report}"
-    )
-
-
 def _parse_shapes(spec: str) -> dict[str, tuple[int, ...]]:
     from vknn.transforms.infer_shapes import parse_shapes
 
@@ -236,14 +334,14 @@ def random_inputs(session, seed: int = 0) -> dict:  # type: ignore[no-untyped-de
 
     rng = np.random.default_rng(seed)
     feeds = {}
-    for spec, _ in session.plan.inputs:
-        dtype = spec.np_dtype
+    for io in session.bucket.spec.inputs:
+        dtype = np.dtype(io.dtype)
         if dtype.kind == "f":
-            feeds[spec.name] = rng.standard_normal(spec.shape).astype(dtype)
+            feeds[io.name] = rng.standard_normal(io.shape).astype(dtype)
         elif dtype == np.bool_:
-            feeds[spec.name] = rng.random(spec.shape) < 0.5
+            feeds[io.name] = rng.random(io.shape) < 0.5
         else:
-            feeds[spec.name] = rng.integers(0, 10, spec.shape).astype(dtype)
+            feeds[io.name] = rng.integers(0, 10, io.shape).astype(dtype)
     return feeds
 
 
@@ -360,11 +458,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--print-ir", action="store_true", help="print the resulting IR")
     c.add_argument("--support-report", type=Path, help="write which backend runs each node (JSON)")
     c.add_argument(
-        "--caps",
-        choices=("device", "lavapipe", "h200"),
-        default="device",
-        help="device capabilities the gates judge by (default: the Vulkan device found)",
+        "--target",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="generic, lavapipe, nvidia, from-device (the default) or a target .json; "
+        "repeat for a .vxm with one variant per target",
     )
+    c.add_argument("--backends", default="vulkan,cpu", help="priority order, e.g. cpu")
+    c.add_argument("--device-layout", choices=("nc4hw4", "flat"), default="nc4hw4")
+    c.add_argument("--fastmath", choices=("auto", "on", "off"), default="auto")
     c.add_argument(
         "--disable-vk-ops", default="", help='op kinds kept off Vulkan, e.g. "Conv,Softmax"'
     )
@@ -372,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         type=Path,
-        help="write the compiled model (.vxm) or its vkd module (.mlir) for the --caps target",
+        help="write the compiled model (.vxm) or its vkd module (.mlir, weights beside it)",
     )
     c.add_argument("--emit-vkd", action="store_true", help="print the vkd module")
     c.add_argument(

@@ -116,7 +116,6 @@ def assign_segment(seg: vkd.SegmentOp, target: Target, precision: str, device_la
     steps, specs, constants = view.steps, view.specs, view.constants
     outputs = set(view.outputs)
     fp16 = precision in ("low", "normal") and target.has_fp16_storage
-    default = Form(not fp16)
     layouts = plan_layouts(
         steps,
         specs,
@@ -165,7 +164,9 @@ def assign_segment(seg: vkd.SegmentOp, target: Target, precision: str, device_la
             # A reshape keeps its input's words; a packed input is unpacked
             # into its flat result (convert-vx-to-vkd records that).
             out = step.outputs[0]
-            op.attributes[vkd.STORAGE_ATTR] = _strings([_form_or_empty(specs[out].dtype, stored(out))])
+            op.attributes[vkd.STORAGE_ATTR] = _strings(
+                [_form_or_empty(specs[out].dtype, stored(out))]
+            )
             current[out] = op.results[0]
             continue
         width_fp32 = variants[i] == "fp32"
@@ -279,13 +280,20 @@ class AssignStoragePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.precision not in PRECISIONS:
-            raise InvalidArgument(f"assign-storage: precision {self.precision!r}: one of {PRECISIONS}")
+            raise InvalidArgument(
+                f"assign-storage: precision {self.precision!r}: one of {PRECISIONS}"
+            )
         if self.device_layout not in DEVICE_LAYOUTS:
             raise InvalidArgument(
                 f"assign-storage: device-layout {self.device_layout!r}: one of {DEVICE_LAYOUTS}"
             )
         target = module_target(op, self.target)
-        op.attributes["vkd.precision"] = StringAttr(self.precision)
+        if "vkd.precision" not in op.attributes:
+            op.attributes["vkd.precision"] = StringAttr(self.precision)
         for seg in list(op.walk()):
-            if isinstance(seg, vkd.SegmentOp) and seg.backend.data == "vulkan":
+            if (
+                isinstance(seg, vkd.SegmentOp)
+                and seg.backend.data == "vulkan"
+                and vkd.ARG_STORAGE_ATTR not in seg.attributes  # already assigned
+            ):
                 assign_segment(seg, target, self.precision, self.device_layout)

@@ -325,7 +325,9 @@ class SegmentLowering:
 
     # -- commands --------------------------------------------------------------
 
-    def emit(self, records: list[Dispatch | Copy], before: Operation, nodes: str, kind: str) -> None:
+    def emit(
+        self, records: list[Dispatch | Copy], before: Operation, nodes: str, kind: str
+    ) -> None:
         block = self.seg.body.block
         for rec in records:
             if isinstance(rec, Copy):
@@ -400,7 +402,9 @@ class SegmentLowering:
         self.emit(records, op, nodes, step.kind)
         self._replace_results(op, step, rewriter)
 
-    def _args(self, step: Step, op: Operation, variant: str) -> tuple[list[TensorArg], list[TensorArg]]:
+    def _args(
+        self, step: Step, op: Operation, variant: str
+    ) -> tuple[list[TensorArg], list[TensorArg]]:
         packed_in: set[int] = set()
         packed_out: set[int] = set()
         p = step.attrs.get("vkd.packed")
@@ -528,14 +532,14 @@ def _finish(low: SegmentLowering) -> vkd.VulkanSegmentOp:
         block.insert_op_before(d, yield_op)
         results.append(d.result)
     yield_op.operands = results
-    # The casts standing for converted values are dead now.
-    for op in list(block.ops):
-        if isinstance(op, UnrealizedConversionCastOp) and not op.results[0].uses.get_length():
+    # Views, aliases, constants and the casts standing for converted values
+    # are dead now (latest first: a view reads a cast).
+    for op in reversed(list(block.ops)):
+        dead = isinstance(op, UnrealizedConversionCastOp | vkd.ViewOp | vkd.AliasOp) or (
+            op.name in segment_steps.CONSTANT_OPS
+        )
+        if dead and not any(r.uses.get_length() for r in op.results):
             block.erase_op(op)
-    for op in list(block.ops):
-        if op.name in segment_steps.CONSTANT_OPS or isinstance(op, vkd.ViewOp | vkd.AliasOp):
-            if not any(r.uses.get_length() for r in op.results):
-                block.erase_op(op)
     leftover = [
         op.name
         for op in block.ops
@@ -569,7 +573,9 @@ class ConvertVxToVkdPass(ModulePass):
         target = module_target(op, self.target)
         fast = fastmath_enabled(self.fastmath, target)
         kernels = KernelTable(op)
-        segments = [s for s in op.walk() if isinstance(s, vkd.SegmentOp) and s.backend.data == "vulkan"]
+        segments = [
+            s for s in op.walk() if isinstance(s, vkd.SegmentOp) and s.backend.data == "vulkan"
+        ]
         lowering = {s: SegmentLowering(s, target, kernels, fast) for s in segments}
         families = sorted({_family_of(n) for n in KERNELS} | {"convert_storage"})
         walker = PatternRewriteWalker(

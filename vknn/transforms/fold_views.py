@@ -88,7 +88,7 @@ def fold_segment(seg: vkd.SegmentOp, device_layout: str) -> None:
             last_op = last.owner
             assert isinstance(last_op, Operation)
             seg.body.block.insert_op_after(alias, last_op)
-            last.replace_uses_with_if(alias.result, lambda use: use.operation is not alias)
+            last.replace_uses_with_if(alias.result, lambda use, a=alias: use.operation is not a)
             op.attributes[OUT_VIEW] = ArrayAttr(
                 [
                     IntegerAttr(offset, i64),

@@ -113,9 +113,7 @@ def barriers_for(seg: vkd.VulkanSegmentOp) -> None:
         last_command = op
     if last_command is not None:
         # Every device write visible to the host before the fence signals.
-        block.insert_op_after(
-            vkd.BarrierOp(_order(used), [vkd.Stage.HOST]), last_command
-        )
+        block.insert_op_after(vkd.BarrierOp(_order(used), [vkd.Stage.HOST]), last_command)
 
 
 def _order(stages: set[vkd.Stage]) -> list[vkd.Stage]:

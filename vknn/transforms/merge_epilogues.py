@@ -59,7 +59,9 @@ def merged_step(host: Operation, epi: Operation) -> tuple[Step, list]:
         "nodes": list(op_attrs(epi).get("vx.fused_names") or [node_name(epi)]),
     }
     out = tensor_spec(f"{node_name(epi)}:0", epi.results[0].type)
-    step = Step(host.name, node_name(host), list(range(len(operands))), [len(operands)], [out], attrs)
+    step = Step(
+        host.name, node_name(host), list(range(len(operands))), [len(operands)], [out], attrs
+    )
     return step, specs
 
 

@@ -46,7 +46,10 @@ def cpu_backend(step: Step) -> tuple[str, str] | None:
     from vknn.runtime.cpu import has_kernel
 
     if step.op.startswith("onnx."):
-        return ONNX_REFERENCE, f"{step.kind}: no vx lowering; runs on the CPU through onnx.reference"
+        return (
+            ONNX_REFERENCE,
+            f"{step.kind}: no vx lowering; runs on the CPU through onnx.reference",
+        )
     if has_kernel(step.op):
         return "cpu", ""
     return None
@@ -242,7 +245,9 @@ def _wrap(block: Block, backend: str, ops: list[Operation]) -> None:
         body.add_op(op)
     body.add_op(vkd.YieldOp(*outputs))
     for v, arg in zip(inputs, body.args, strict=True):
-        v.replace_uses_with_if(arg, lambda use: inside(use.operation) or use.operation.parent_op() is seg)
+        v.replace_uses_with_if(
+            arg, lambda use: inside(use.operation) or use.operation.parent_op() is seg
+        )
     for c in constants:
         c.results[0].replace_uses_with_if(
             clones[c].results[0],
@@ -251,5 +256,7 @@ def _wrap(block: Block, backend: str, ops: list[Operation]) -> None:
     yield_op = body.last_op
     assert isinstance(yield_op, vkd.YieldOp)
     for v, res in zip(outputs, seg.outputs, strict=True):
-        v.replace_uses_with_if(res, lambda use: use.operation is not yield_op and not inside(use.operation))
+        v.replace_uses_with_if(
+            res, lambda use: use.operation is not yield_op and not inside(use.operation)
+        )
     _ = ReturnOp  # the function's return reads segment results like any op

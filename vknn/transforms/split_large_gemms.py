@@ -98,9 +98,7 @@ class SplitGemm(RewritePattern):
             operands=blocks,
             result_types=[out_type],
             properties={"axis": IntegerAttr(1, i64)},
-            attributes={
-                k: v for k, v in op.attributes.items() if k in (NAME_ATTR, "vx.layout")
-            },
+            attributes={k: v for k, v in op.attributes.items() if k in (NAME_ATTR, "vx.layout")},
         )
         new_ops.append(concat)
         rewriter.replace(op, new_ops, [concat.output])

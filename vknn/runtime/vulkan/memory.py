@@ -1,103 +1,25 @@
-"""Device memory: buffers, their memory types, host mapping, and the arena planner.
+"""Device memory: buffers, their memory types and host mapping.
 
-Memory strategy (ADR 0004): where the device has a memory type that is both
-DEVICE_LOCAL and HOST_VISIBLE (lavapipe, UMA GPUs, NVIDIA with resizable BAR)
-tensors live in it and the host reads/writes them through a persistent
-mapping; otherwise tensors are device-local and a host-visible staging buffer
-plus recorded copies move boundary data. Every intermediate of a segment lives
-in one arena buffer at an offset chosen by `plan_arena`, an interval planner
-over live ranges in execution order (as ARM's ML emulation layer does).
+Memory strategy (ADR 0004, 0008): the compiled program says which arenas a
+segment has (device, const, staging, readback) and where every tensor lives
+in them (`plan-memory`); this module only allocates them: device arenas are
+host-visible too where the target's memory model writes inputs in place,
+readback arenas are host-cached (the CPU reads mapped VRAM uncached).
 
-`plan_arena` is pure Python and usable without a device. This module must not
-know about kernels, plans or command recording (beyond exposing handles).
+This module must not know about kernels, programs or command recording.
 """
 
 from __future__ import annotations
 
-import bisect
-import heapq
-from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
 from vknn.runtime.vulkan.device import Device, VulkanError, check, ffi, lib, vk
 
-# ---------------------------------------------------------------------------
-# The interval memory planner
-# ---------------------------------------------------------------------------
-
 
 def align_up(n: int, alignment: int) -> int:
     return (n + alignment - 1) // alignment * alignment
-
-
-def plan_arena(
-    tensors: Sequence[tuple[Hashable, int, int, int]], alignment: int = 16
-) -> tuple[dict[Hashable, int], int]:
-    """Offsets in one arena for `tensors` = [(id, size_bytes, first_use, last_use)].
-
-    A tensor occupies its block from step `first_use` through step `last_use`
-    inclusive: a step's inputs and outputs are live together, so an output can
-    never alias an input of its own step. Allocation walks steps in order;
-    at each step the blocks of tensors whose last use has passed return to a
-    free list (coalesced with their neighbours), then the step's new tensors,
-    largest first, take the best-fitting (smallest sufficient) free block, or
-    grow the arena at its end. Returns ({id: offset}, arena_size); offsets are
-    multiples of `alignment`, and the size is at most the aligned sum.
-    """
-    if alignment <= 0 or alignment & (alignment - 1):
-        raise ValueError(f"alignment must be a power of two, got {alignment}")
-    for tid, size, first, last in tensors:
-        if size < 0 or last < first:
-            raise ValueError(f"tensor {tid!r}: bad size/live range ({size}, {first}..{last})")
-    by_start: dict[int, list[tuple[Hashable, int, int]]] = {}
-    for tid, size, first, last in tensors:
-        by_start.setdefault(first, []).append((tid, align_up(max(size, 1), alignment), last))
-
-    free: list[tuple[int, int]] = []  # sorted (offset, size), never adjacent (coalesced)
-    live: list[tuple[int, int, int]] = []  # (last_use, offset, size), a min-heap by last_use
-    offsets: dict[Hashable, int] = {}
-    end = 0
-
-    def release(off: int, size: int) -> None:
-        i = bisect.bisect_left(free, (off, 0))
-        if i > 0 and free[i - 1][0] + free[i - 1][1] == off:  # merge with the left block
-            i -= 1
-            off, size = free[i][0], free[i][1] + size
-            del free[i]
-        if i < len(free) and off + size == free[i][0]:  # merge with the right block
-            size += free[i][1]
-            del free[i]
-        free.insert(i, (off, size))
-
-    peak = 0
-    for step in sorted(by_start):
-        while live and live[0][0] < step:
-            _, off, size = heapq.heappop(live)
-            release(off, size)
-        for tid, size, last in sorted(by_start[step], key=lambda t: -t[1]):
-            best = -1
-            for j, (_, fsize) in enumerate(free):
-                if fsize >= size and (best < 0 or fsize < free[best][1]):
-                    best = j
-            if best >= 0:
-                off, fsize = free[best]
-                if fsize == size:
-                    del free[best]
-                else:
-                    free[best] = (off + size, fsize - size)
-            elif free and free[-1][0] + free[-1][1] == end:
-                # Nothing fits: grow the free tail block rather than leave a hole.
-                off = free.pop()[0]
-                end = off + size
-            else:
-                off = end
-                end += size
-            peak = max(peak, end)
-            offsets[tid] = off
-            heapq.heappush(live, (last, off, size))
-    return offsets, peak
 
 
 # ---------------------------------------------------------------------------
@@ -193,17 +115,3 @@ class Buffer:
         if self.memory is not None:
             lib.vkFreeMemory(dev, self.memory, ffi.NULL)  # unmaps implicitly
             self.memory = None
-
-
-class TensorRef:
-    """A tensor's place: a buffer, a byte offset and a byte size."""
-
-    __slots__ = ("buffer", "offset", "nbytes")
-
-    def __init__(self, buffer: Buffer, offset: int, nbytes: int) -> None:
-        self.buffer = buffer
-        self.offset = offset
-        self.nbytes = nbytes
-
-    def __repr__(self) -> str:
-        return f"TensorRef(+{self.offset}, {self.nbytes}B)"

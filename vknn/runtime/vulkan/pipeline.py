@@ -19,9 +19,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from vknn.kernels.shaders import compile_shader
-from vknn.kernels.spirv import FastMathRefused, fastmath_float_types, postprocess
-from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.runtime.vulkan.device import Device, check, ffi, lib, vk
 
 SpecEntry = tuple[int, str, int | float]
