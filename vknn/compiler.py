@@ -14,6 +14,7 @@ xDSL and onnx); a compiled program (.vxm, model cache) needs neither.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,15 @@ def graph_pipeline(
     return module
 
 
-def lower(module: ModuleOp, opts: LoweringOptions, target: Target | None) -> ModuleOp:
+def lower(
+    module: ModuleOp,
+    opts: LoweringOptions,
+    target: Target | None,
+    before_convert: Callable[[ModuleOp], None] | None = None,
+) -> ModuleOp:
     """Run the lowering pipeline on a `vx` module for `target` (recorded on
-    the module as `#vkd.target` first), in place."""
+    the module as `#vkd.target` first), in place. `before_convert` sees the
+    module after assign-storage (the autotuner pins `vkd.config` there)."""
     from vknn.dialects import make_context
     from vknn.dialects.vkd import TARGET_ATTR
     from vknn.transforms.registry import available_passes
@@ -116,7 +123,15 @@ def lower(module: ModuleOp, opts: LoweringOptions, target: Target | None) -> Mod
 
     if target is not None:
         module.attributes[TARGET_ATTR] = target_attr(target)
-    PassPipeline.parse_spec(available_passes(), lowering_spec(opts)).apply(make_context(), module)
+    spec = lowering_spec(opts)
+    if before_convert is None or "convert-vx-to-vkd" not in spec:
+        PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
+        return module
+    cut = spec.index("convert-vx-to-vkd")
+    first, rest = spec[:cut].rstrip(","), spec[cut:]
+    PassPipeline.parse_spec(available_passes(), first).apply(make_context(), module)
+    before_convert(module)
+    PassPipeline.parse_spec(available_passes(), rest).apply(make_context(), module)
     return module
 
 
@@ -129,12 +144,13 @@ def compile_module(
     shapes: dict[str, tuple[int, ...]] | None = None,
     dims: dict[str, int] | None = None,
     metadata: dict[str, Any] | None = None,
+    before_convert: Callable[[ModuleOp], None] | None = None,
 ) -> dict[str, Any]:
     """An imported module through both pipelines, serialized: the program."""
     from vknn.serialize import module_to_program
 
     graph_pipeline(module, pipeline, shapes, dims)
-    lower(module, opts, target)
+    lower(module, opts, target, before_convert)
     return module_to_program(module, metadata)
 
 

@@ -47,13 +47,16 @@ STAGE_BITS = {"compute": 1, "transfer": 2, "host": 4}
 
 class _Tables:
     def __init__(self) -> None:
-        self.weights: list[bytes] = []
+        self.weights: list[bytes | dict[str, Any]] = []
         self._weights: dict[bytes, int] = {}
         self.arrays: list[dict[str, Any]] = []
         self._arrays: dict[str, int] = {}
 
-    def weight(self, data: bytes) -> int:
-        key = hashlib.sha256(data).digest()
+    def weight(self, data: bytes | dict[str, Any]) -> int:
+        if isinstance(data, dict):
+            key = hashlib.sha256(data["splat"] + str(data["size"]).encode()).digest()
+        else:
+            key = hashlib.sha256(data).digest()
         if key not in self._weights:
             self._weights[key] = len(self.weights)
             self.weights.append(data)
@@ -78,6 +81,29 @@ def _model_dtype(t: Any) -> str:
     from vknn.ir.types import numpy_dtype
 
     return numpy_dtype(t.element_type).name
+
+
+def weight_data(op: vkd.WeightOp) -> bytes | dict[str, Any]:
+    """A weight as the program stores it: its device bytes, or for a weight
+    whose elements are all one value (a ConstantOfShape splat, zeroed
+    counters) that element's bytes and the total size, which the runtime
+    fills in (a model that generates its weights in-graph stays small)."""
+    t = op.result.type
+    assert isinstance(t, vkd.TensorBufferType)
+    array = np.asarray(to_numpy(op.data))
+    if array.size > 1 and t.layout.data is vkd.Layout.FLAT and _uniform(array):
+        one = to_device(array.reshape(-1)[:1], _model_dtype(t), _storage_dtype(t), "weight")
+        return {"splat": np.ascontiguousarray(one).tobytes(), "size": max(4, t.byte_size())}
+    return weight_bytes(op)
+
+
+def _uniform(a: np.ndarray) -> bool:
+    if all(s == 0 for s in a.strides):
+        return True
+    if a.dtype.kind not in "biuf" or a.size < 1024:
+        return False
+    flat = a.reshape(-1)
+    return bool(np.all(flat == flat[0]))
 
 
 def weight_bytes(op: vkd.WeightOp) -> bytes:
@@ -224,7 +250,7 @@ class _Program:
         for op in block.ops:
             if isinstance(op, vkd.WeightOp):
                 arena, off = _root(op.result)
-                out["weights"].append([arenas[arena], off, self.tables.weight(weight_bytes(op))])
+                out["weights"].append([arenas[arena], off, self.tables.weight(weight_data(op))])
             elif isinstance(op, vkd.UploadOp):
                 a, off, n = where(op.dest)
                 out["uploads"].append(

@@ -174,27 +174,30 @@ class Session:
             autotune_table if autotune_table is not None else {}
         )
         self._given_table = autotune_table
+        self.autotune_report: Any = None
+        """What the autotuner measured when this session compiled (`vknn.tuning`)."""
         if is_vxm(model):
             self._open_vxm(model, config)
             return
         if isinstance(model, str | Path) and str(model).endswith(".mlir"):
             self._open_text(Path(model), config)
             return
-        from vknn.frontend.loader import load_model_bytes, load_model_file
-
         self.config = _with_precision(config or Config(), "high")
-        if isinstance(model, bytes):
+        self._target_info = self._target()
+        self._path: Path | None = None
+        if isinstance(model, str | Path):
+            self._path = Path(model)
+            self._base_dir, self._name = self._path.parent, str(self._path)
+            self._open_cache(self._path)
+            if self._open_warm():
+                return
+        elif isinstance(model, bytes):
+            from vknn.frontend.loader import load_model_bytes
+
             self._proto, self._name = load_model_bytes(model), "<bytes>"
-        elif isinstance(model, str | Path):
-            path = Path(model)
-            self._proto, self._base_dir, self._name = load_model_file(path), path.parent, str(path)
         else:
             self._proto, self._name = model, "<model>"
-        g = self._proto.graph
-        inits = {t.name for t in g.initializer}
-        self.inputs = [_declared(vi) for vi in g.input if vi.name not in inits]
-        self.outputs = [_declared(vi) for vi in g.output]
-        self._open_cache(Path(model) if isinstance(model, str | Path) else None)
+        self._read_io()
         for shapes in self._initial_shapes():
             self._prepare(shapes)
 
@@ -281,10 +284,77 @@ class Session:
             contexts=self.config.contexts,
         )
 
-    def _open_cache(self, model_path: Path | None) -> None:
+    def _ensure_proto(self) -> Any:
+        """The ONNX model, parsed on first need (a warm cache never needs it)."""
+        if self._proto is None:
+            from vknn.frontend.loader import load_model_file
+
+            assert self._path is not None
+            self._proto = load_model_file(self._path)
+        return self._proto
+
+    def _read_io(self) -> None:
+        g = self._ensure_proto().graph
+        inits = {t.name for t in g.initializer}
+        self.inputs = [_declared(vi) for vi in g.input if vi.name not in inits]
+        self.outputs = [_declared(vi) for vi in g.output]
+
+    def _variant_key(self) -> str:
+        """What a compiled program depends on besides the model and shapes."""
+        import hashlib
+
+        c = self.config
+        target, unavailable = self._target_info
+        key = (
+            c.precision, tuple(c.backends), c.disable_vk_ops, c.allow_cpu_fallback,
+            c.fold_gpu_islands, c.device_layout, c.fastmath, c.autotune, c.pipeline,
+            tuple(sorted(c.dims.items())), target.to_dict() if target else None, unavailable,
+        )  # fmt: skip
+        return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+
+    @staticmethod
+    def _bucket_key(shapes: dict[str, Shape] | None) -> str:
+        return repr(sorted((shapes or {}).items()))
+
+    def _open_cache(self, model_path: Path) -> None:
         from vknn.model_cache import ModelCache
 
-        self._cache = ModelCache.open_for(self.config, model_path, self._proto)
+        self._cache = ModelCache.open_for(self.config, model_path, self._variant_key())
+        if self._cache is None:
+            return
+        if self._given_table is None:
+            # The tuner fills the cached table in place: a warm session measures nothing.
+            self.autotune_table = self._cache.variant.autotune
+        blob = self._cache.variant.pipeline_cache
+        if blob and self._target_info[0] is not None:
+            from vknn.runtime.vulkan.context import shared_device
+
+            _, pipelines, _ = shared_device()
+            if pipelines is not None:
+                pipelines.cache.merge(blob)  # a foreign blob is refused by the driver
+
+    def _open_warm(self) -> bool:
+        """Every initial bucket from the model cache: no ONNX parsing, no
+        compiler (False when something is missing)."""
+        from vknn.runtime.program import Program, ProgramError
+
+        cache = self._cache
+        if cache is None or not cache.variant.io:
+            return False
+        wanted = self._initial_shapes()
+        found = [cache.program(self._bucket_key(s)) for s in wanted]
+        if any(p is None for p in found):
+            return False
+        try:
+            programs = [Program.decode(p) for p in found]
+        except ProgramError:
+            return False
+        io = cache.variant.io
+        self.inputs = [_stored_info(d) for d in io.get("inputs", ())]
+        self.outputs = [_stored_info(d) for d in io.get("outputs", ())]
+        for program in programs:
+            self._register(Bucket(self._executable(program), 0))
+        return True
 
     # -- compiling ---------------------------------------------------------
 
@@ -316,7 +386,8 @@ class Session:
     def _prepare(self, shapes: dict[str, Shape] | None) -> Bucket:
         from vknn.runtime.program import Program
 
-        data = self._cache.program(shapes) if self._cache is not None else None
+        key = self._bucket_key(shapes)
+        data = self._cache.program(key) if self._cache is not None else None
         program = None
         if data is not None:
             try:
@@ -327,16 +398,31 @@ class Session:
             data = self._compile(shapes)
             program = Program.decode(data)
             if self._cache is not None:
-                self._cache.store_program(shapes, data)
+                self._cache.store_program(key, data, self._metadata())
+                self._cache.set_external(self._external_files())
         bucket = Bucket(self._executable(program), 0)
         self._register(bucket)
         return bucket
+
+    def _external_files(self) -> list[Path]:
+        """The external-data files the model reads (the loader checked each)."""
+        from vknn.frontend.loader import resolve_external_path
+
+        out: list[Path] = []
+        proto = self._ensure_proto()
+        for t in proto.graph.initializer:
+            if t.data_location == t.EXTERNAL and self._base_dir is not None:
+                loc = {e.key: e.value for e in t.external_data}.get("location", "")
+                p = resolve_external_path(loc, self._base_dir, t.name)
+                if p not in out:
+                    out.append(p)
+        return out
 
     def _target(self) -> tuple[Any, str]:
         """(the target to compile for, why there is no Vulkan device)."""
         if "vulkan" not in self.config.backends:
             return None, ""
-        from vknn.kernels.targets import from_caps
+        from vknn.runtime.target import from_caps
         from vknn.runtime.vulkan.context import shared_device
 
         device, _, why = shared_device()
@@ -348,8 +434,9 @@ class Session:
         from vknn.compiler import compile_module, release_weights
         from vknn.frontend import import_model
 
-        target, unavailable = self._target()
-        module = import_model(self._proto, base_dir=self._base_dir, name=self._name)
+        target, unavailable = self._target_info
+        module = import_model(self._ensure_proto(), base_dir=self._base_dir, name=self._name)
+        tune = self._tune if self.config.autotune != "off" and target is not None else None
         try:
             return compile_module(
                 module,
@@ -359,9 +446,23 @@ class Session:
                 shapes=shapes,
                 dims=dict(self.config.dims),
                 metadata=self._metadata(),
+                before_convert=tune,
             )
         finally:
             release_weights(module)
+
+    def _tune(self, module: Any) -> None:
+        """Autotune the module's kernels on this device (`vknn.tuning`)."""
+        from vknn.kernels.spirv import fastmath_enabled
+        from vknn.runtime.vulkan.context import shared_device
+        from vknn.transforms.target_option import module_target
+        from vknn.tuning import tune_module
+
+        device, pipelines, _ = shared_device()
+        fast = fastmath_enabled(self.config.fastmath, module_target(module))
+        self.autotune_report = tune_module(
+            module, device, pipelines, self.config.autotune, self.autotune_table, fast
+        )
 
     def _metadata(self) -> dict[str, Any]:
         def info(t: TensorInfo) -> dict[str, Any]:
@@ -393,6 +494,12 @@ class Session:
             self._closed = True
         cache = getattr(self, "_cache", None)
         if cache is not None:
+            if cache.ran and self._target_info[0] is not None:
+                from vknn.runtime.vulkan.context import shared_device
+
+                _, pipelines, _ = shared_device()
+                if pipelines is not None:
+                    cache.store_pipeline_cache(pipelines.cache.data())
             cache.save()
         seen: set[int] = set()
         for b in getattr(self, "_buckets", {}).values():
@@ -513,6 +620,8 @@ class Session:
                         f"unknown output '{name}'; outputs are: {', '.join(known)}"
                     )
         out = bucket.executable.run(bucket.index, feeds)
+        if self._cache is not None:
+            self._cache.ran = True
         if output_names is None:
             return out
         return {n: out[n] for n in output_names}

@@ -8,8 +8,9 @@ config, and its candidates: `fast` = the heuristic's config and a few
 neighbours, `thorough` = every config valid on the device. Both are pure
 functions of (step geometry, caps); the heuristic's config is always first.
 
-`autotune_steps`, called by `VulkanExecutor` before it records its program,
-measures each distinct key missing from the table: for each candidate, the
+`tune_module` (the session facade calls it on a module after
+`assign-storage`, before `convert-vx-to-vkd`) measures each distinct key
+missing from the table on the session's device: for each candidate, the
 step's dispatches are recorded into a standalone program over scratch
 buffers of the step's tensor sizes (random data) and submitted `WARMUP`
 times, then `REPS` timed times; a candidate's time is the median span from
@@ -18,14 +19,16 @@ split-K's barrier and sum count), or host wall time on devices without
 timestamps. The fastest wins, but the heuristic's config is kept unless a
 candidate beats it by more than `MARGIN` (noise must not flip configs); the
 choice is deterministic given the timings. The winner goes into the table
-(a plain {key: config} dict, msgpack-able), which recorders then read
-through `RecordContext.tuning`; keys already in the table with a config
-valid here are not measured again.
+(a plain {key: config} dict, msgpack-able), and every op of that key gets
+it as its `vkd.config` attribute, which `convert-vx-to-vkd` records with
+(so the choice is in the printed module); keys already in the table with a
+config valid here are not measured again.
 
 Progress goes to stderr: a bar while it runs when stderr is a terminal,
 else one summary line at the end.
 
-This module must not import xDSL or the CPU backend.
+It sits above both halves (it measures on a device and feeds the
+compiler), like the session facade.
 """
 
 from __future__ import annotations
@@ -43,13 +46,16 @@ import numpy as np
 
 from vknn.errors import InvalidArgument
 from vknn.kernels import KERNELS, RecordContext, TensorArg, TuneConfig, TuningSpace
-from vknn.kernels.shaders import ShaderError
+from vknn.kernels.records import Dispatch, TensorRef
+from vknn.kernels.shaders import ShaderError, kernel_spirv
+from vknn.kernels.spirv import fastmath_float_types
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.commands import CommandProgram, Copy, Dispatch, run_once
+from vknn.runtime.program import BarrierCmd, DispatchCmd, Range
+from vknn.runtime.target import Target as DeviceCaps
+from vknn.runtime.vulkan.commands import CommandProgram, copy_once
 from vknn.runtime.vulkan.device import Device, VulkanError, check, ffi, lib, vk
 from vknn.runtime.vulkan.dtypes import storage_dtype
-from vknn.runtime.vulkan.memory import STORAGE, TRANSFER_DST, TRANSFER_SRC, Buffer, TensorRef
+from vknn.runtime.vulkan.memory import STORAGE, TRANSFER_DST, TRANSFER_SRC, Buffer
 from vknn.runtime.vulkan.pipeline import Pipelines
 
 MODES = ("off", "fast", "thorough")
@@ -192,8 +198,8 @@ def pick(candidates: Sequence[TuneConfig], times_ns: Sequence[float]) -> TuneCon
 
 
 class _Scratch:
-    """Tuner-owned buffers for one key: the step's tensors (random data) and
-    split-K partials (`upload`, which `kernels.conv.scratch` keys on us)."""
+    """Tuner-owned buffers for one key: the step's tensors (random data),
+    kernel tables and split-K partials (`RecordContext.table` / `.scratch`)."""
 
     def __init__(self, device: Device, caps: DeviceCaps, seed: int) -> None:
         self.device = device
@@ -207,10 +213,14 @@ class _Scratch:
         self.buffers.append(buf)
         return buf
 
-    def upload(self, arr: np.ndarray) -> TensorRef:
+    def table(self, arr: np.ndarray) -> TensorRef:
         data = np.ascontiguousarray(arr)
         buf = self._alloc(data.nbytes)
         self._fill(buf, data)
+        return TensorRef(buf, 0, buf.size)
+
+    def scratch(self, nbytes: int) -> TensorRef:
+        buf = self._alloc(nbytes)
         return TensorRef(buf, 0, buf.size)
 
     def tensor(self, spec: TensorSpec, storage: np.dtype) -> TensorArg:
@@ -230,7 +240,7 @@ class _Scratch:
         src = Buffer(self.device, buf.size, TRANSFER_SRC, True)
         try:
             src.write(0, data)
-            run_once(self.device, [Copy(src, 0, buf, 0, data.nbytes)])
+            copy_once(self.device, src, buf, data.nbytes)
         finally:
             src.destroy()
 
@@ -242,7 +252,7 @@ class _Scratch:
 
 def _span_ns(prog: CommandProgram) -> float:
     """GPU ns from the first dispatch's start to the last's end, last run."""
-    n = 2 * len(prog.labels)
+    n = 2 * len(prog.recorded)
     data = ffi.new("uint64_t[]", n)
     flags = vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT
     check(
@@ -256,11 +266,58 @@ def _span_ns(prog: CommandProgram) -> float:
     return float((end - start) & mask) * caps.timestamp_period_ns
 
 
-def time_dispatches(device: Device, ops: list[Dispatch], warmup: int, reps: int) -> float:
+def _commands(
+    ops: list[Dispatch], pipelines: Pipelines, caps: DeviceCaps
+) -> tuple[list[Any], list[Buffer], list[Any]]:
+    """Recorded dispatches as a program's commands over their own buffers, a
+    full barrier wherever the op's pass changes (split-K: partials, then sum)."""
+    buffers: list[Buffer] = []
+    index: dict[int, int] = {}
+    kernels: dict[Any, int] = {}
+    pipes: list[Any] = []
+    commands: list[Any] = []
+    last_pass: Any = None
+    types = fastmath_float_types(caps)
+    for op in ops:
+        key = (int(op.op_index), getattr(op.op_index, "phase", 0))
+        if last_pass is not None and key != last_pass:
+            commands.append(BarrierCmd(1, 1, ()))
+        last_pass = key
+        k = op.kernel
+        if k not in kernels:
+            spirv = kernel_spirv(
+                k.shader, k.variant, k.fastmath and caps.has_float_controls2,
+                k.variant == "fp16" and caps.rte_fp16, types,
+            )  # fmt: skip
+            spec = tuple(
+                (i, "f" if isinstance(v, float) else "i", int(v) if isinstance(v, bool) else v)
+                for i, v in k.spec
+            )
+            kernels[k] = len(pipes)
+            pipes.append(pipelines.get(spirv, k.bindings, k.push_size, spec, k.local_size))
+        binds = []
+        for b in op.bindings:
+            if id(b.buffer) not in index:
+                index[id(b.buffer)] = len(buffers)
+                buffers.append(b.buffer)  # type: ignore[arg-type]
+            binds.append(Range(index[id(b.buffer)], b.offset, b.nbytes))
+        commands.append(DispatchCmd(kernels[k], tuple(binds), op.push, op.groups, op.label, "", ""))
+    return commands, buffers, pipes
+
+
+def time_dispatches(
+    device: Device,
+    pipelines: Pipelines,
+    caps: DeviceCaps,
+    ops: list[Dispatch],
+    warmup: int,
+    reps: int,
+) -> float:
     """Median ns of `ops` as one submitted program (GPU span, or host wall time)."""
     prog = CommandProgram(device, profiling=True)
     try:
-        prog.record(list(ops))
+        commands, buffers, pipes = _commands(ops, pipelines, caps)
+        prog.record(commands, buffers, pipes)
         for _ in range(warmup):
             prog.run()
         samples = []
@@ -349,12 +406,14 @@ def autotune_steps(
             for i, cand in enumerate(job.candidates):
                 progress.update(done, f"{job.space.label} [{i + 1}/{len(job.candidates)}]")
                 ctx = RecordContext(
-                    caps, pipelines, variant, op_index=0, upload=scratch.upload,
+                    caps, variant, op_index=0, table=scratch.table, scratch=scratch.scratch,
                     fastmath=fastmath, config=cand,
                 )  # fmt: skip
                 try:
                     ops = KERNELS[step.op].record(step, ctx, ins, outs)
-                    times.append(time_dispatches(device, ops, WARMUP[mode], REPS[mode]))
+                    times.append(
+                        time_dispatches(device, pipelines, caps, ops, WARMUP[mode], REPS[mode])
+                    )
                 except (VulkanError, ShaderError):
                     if i == 0:  # the heuristic's config is what runs otherwise
                         raise
@@ -375,12 +434,51 @@ def autotune_steps(
     return report
 
 
-def session_report(session: Any) -> AutotuneReport:
-    """The merged reports of every Vulkan executor of a `vknn.Session`."""
-    reports = [
-        ex.autotune_report
-        for bucket in session._buckets.values()
-        for ex in bucket.executors.values()
-        if getattr(ex, "autotune_report", None) is not None
-    ]
+def tune_module(
+    module: Any,
+    device: Device,
+    pipelines: Pipelines,
+    mode: str,
+    table: Table,
+    fastmath: bool = False,
+    stream: TextIO | None = None,
+) -> AutotuneReport:
+    """Measure the tunable ops of a module's Vulkan segments (after
+    `assign-storage`) whose keys `table` lacks, and pin every tunable op to
+    its key's winner as `vkd.config` (module docstring)."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
+
+    from vknn.dialects import vkd
+    from vknn.transforms import segment_steps
+    from vknn.transforms.convert_vx_to_vkd import CONFIG_ATTR
+    from vknn.transforms.target_option import module_target
+
+    check_mode(mode)
+    caps = module_target(module)
+    reports = []
+    for seg in module.walk():
+        if not (isinstance(seg, vkd.SegmentOp) and seg.backend.data == "vulkan"):
+            continue
+        view = segment_steps.build(seg.body.block)
+        variants = []
+        for st in view.steps:
+            v = st.attrs.get("vkd.variant")
+            variants.append(v if isinstance(v, str) else "fp32")
+        reports.append(
+            autotune_steps(
+                device, pipelines, caps, view.steps, variants, view.specs, mode, table,
+                fastmath, stream,
+            )
+        )  # fmt: skip
+        for st, variant in zip(view.steps, variants, strict=True):
+            space = tuning_space(st, caps, view.specs, variant)
+            entry = table.get(space.key) if space is not None else None
+            if space is None or entry is None or dict(entry) not in space.thorough:
+                continue
+            view.op_of(st).attributes[CONFIG_ATTR] = DictionaryAttr(
+                {
+                    k: IntegerAttr(v, i64) if isinstance(v, int) else StringAttr(str(v))
+                    for k, v in entry.items()
+                }
+            )
     return AutotuneReport.merge(reports)

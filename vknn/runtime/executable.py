@@ -38,6 +38,7 @@ from vknn.runtime.program import (
     ConstSegment,
     CpuSegment,
     Program,
+    Splat,
     VulkanSegment,
 )
 from vknn.runtime.target import unmet
@@ -144,7 +145,18 @@ class Executable:
             src = buf if direct else Buffer(self.device, size, TRANSFER_SRC, True)
             for arena, offset, wi in seg.weights:
                 if arena == ai:
-                    src.write(offset, np.frombuffer(self.program.weights[wi], np.uint8))
+                    w = self.program.weights[wi]
+                    if isinstance(w, Splat):
+                        assert src.host is not None
+                        word = np.dtype(f"u{len(w.element)}") if len(w.element) in (1, 2, 4, 8) else None
+                        part = src.host[offset : offset + w.size]
+                        if word is not None:
+                            part.view(word)[:] = np.frombuffer(w.element, word)[0]
+                        else:
+                            e = np.frombuffer(w.element, np.uint8)
+                            part.reshape(-1, e.size)[:] = e
+                    else:
+                        src.write(offset, np.frombuffer(w, np.uint8))
             if not direct:
                 copy_once(self.device, src, buf, size)
                 src.destroy()

@@ -189,7 +189,7 @@ class Program:
     target: Target
     compiled_for: Target
     kernels: tuple[Kernel, ...]
-    weights: tuple[bytes, ...]
+    weights: tuple[Weight, ...]
     arrays: tuple[np.ndarray, ...]
     buckets: tuple[Bucket, ...]
     metadata: dict[str, Any]
@@ -314,7 +314,28 @@ def _kernel(k: Any, i: int) -> Kernel:
     return Kernel(name, shader, variant, local, writes, push, tuple(spec), spirv)  # type: ignore[arg-type]
 
 
-def _weight(w: Any, i: int) -> bytes:
+@dataclass(frozen=True)
+class Splat:
+    """A weight whose every element is one value: `size` bytes of `element` repeated."""
+
+    element: bytes
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+
+Weight = bytes | Splat
+
+
+def _weight(w: Any, i: int) -> Weight:
+    if isinstance(w, dict):
+        _map(w, f"weight {i}", ("splat", "size"))
+        e = w["splat"]
+        size = _int(w["size"], f"weight {i} size", 1, 1 << 40)
+        _need(isinstance(e, bytes) and e and size % len(e) == 0,
+              f"weight {i}: a splat's element must divide its size")  # fmt: skip
+        return Splat(e, size)
     _need(isinstance(w, bytes), f"weight {i} is not bytes")
     return w
 

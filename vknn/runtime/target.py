@@ -194,3 +194,34 @@ def unmet(target: Target, caps: Any) -> str | None:
         if tuple(shape) not in have_cm:
             return f"cooperative matrix {shape[0]}x{shape[1]}x{shape[2]} {'/'.join(shape[3:7])}"
     return None
+
+
+def from_caps(caps: object, name: str = "from-device") -> Target:
+    """The target that is exactly what a device (`DeviceCaps`) offers."""
+    c = caps
+    if getattr(c, "has_device_local_host_visible", False):
+        memory = "rebar" if getattr(c, "device_type", "") == "discrete" else "unified"
+    else:
+        memory = "staging"
+    return Target(
+        name=name,
+        api_version=tuple(c.api_version[:2]) + (0,),  # type: ignore[attr-defined]
+        max_compute_work_group_count=tuple(c.max_compute_work_group_count),  # type: ignore[attr-defined]
+        max_compute_work_group_size=tuple(c.max_compute_work_group_size),  # type: ignore[attr-defined]
+        max_compute_work_group_invocations=c.max_compute_work_group_invocations,  # type: ignore[attr-defined]
+        max_compute_shared_memory_size=c.max_compute_shared_memory_size,  # type: ignore[attr-defined]
+        max_storage_buffer_range=c.max_storage_buffer_range,  # type: ignore[attr-defined]
+        max_push_constants_size=c.max_push_constants_size,  # type: ignore[attr-defined]
+        min_storage_buffer_offset_alignment=c.min_storage_buffer_offset_alignment,  # type: ignore[attr-defined]
+        subgroup_size=c.subgroup_size,  # type: ignore[attr-defined]
+        subgroup_arithmetic=c.subgroup_size >= 4,  # type: ignore[attr-defined]
+        has_fp16_storage=c.has_fp16_storage,  # type: ignore[attr-defined]
+        has_fp16_arith=c.has_fp16_arith,  # type: ignore[attr-defined]
+        has_int64=getattr(c, "has_int64", False),
+        has_float_controls2=c.has_float_controls2,  # type: ignore[attr-defined]
+        rte_fp16=c.rte_fp16,  # type: ignore[attr-defined]
+        signed_zero_inf_nan_preserve_fp32=c.signed_zero_inf_nan_preserve_fp32,  # type: ignore[attr-defined]
+        signed_zero_inf_nan_preserve_fp16=c.signed_zero_inf_nan_preserve_fp16,  # type: ignore[attr-defined]
+        cooperative_matrix=tuple(getattr(c, "cooperative_matrix_shapes", ()) or ()),
+        memory=memory,
+    )

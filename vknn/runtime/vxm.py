@@ -129,7 +129,7 @@ def encode_vxm(programs: list[dict[str, Any]], *, created_by: str) -> bytes:
     for p in programs:
         refs = []
         for w in p["weights"]:
-            key = hashlib.sha256(w).digest()
+            key = hashlib.sha256(msgpack.packb(w, use_bin_type=True)).digest()
             if key not in ids:
                 ids[key] = len(table)
                 table.append(w)

@@ -1,4 +1,4 @@
-"""Runs a plan's steps on the CPU, freeing intermediates after their last use."""
+"""Runs one step on the CPU oracle: its kernel, with a one-line error naming the node."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from vknn.errors import VknnError
 from vknn.runtime.cpu.registry import kernel_for
-from vknn.runtime.plan import NO_VALUE, Plan, Step
+from vknn.runtime.plan import NO_VALUE, Step
 
 
 def run_step(step: Step, values: list[np.ndarray | None]) -> None:
@@ -22,12 +22,3 @@ def run_step(step: Step, values: list[np.ndarray | None]) -> None:
         raise VknnError(f"node '{step.node}' ({step.kind}) failed on the CPU: {e}") from e
     for slot, out in zip(step.outputs, outs, strict=False):
         values[slot] = out
-
-
-def run_plan(plan: Plan, values: list[np.ndarray | None]) -> None:
-    """Execute every step; `values` holds inputs and constants on entry."""
-    for i, step in enumerate(plan.steps):
-        run_step(step, values)
-        for s in step.inputs:
-            if plan.last_use.get(s) == i:
-                values[s] = None
