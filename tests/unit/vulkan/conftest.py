@@ -1,14 +1,11 @@
-"""The device fixtures of every Vulkan test module: `device` (one validated
-device per module) and `clean` (asserts a test left no validation message),
-defined once in test_vulkan_foundation.py; and `session_device`, the
+"""The device fixture of every Vulkan test module: `session_device`, the
 process-wide device `vknn.Session` uses, opened with the validation layer on
-and checked after each test that uses it."""
+(VKNN_VALIDATION, default on in tests) and checked after each test that uses
+it: a test fails on any validation message it caused."""
 
 import os
 
 import pytest
-
-from tests.unit.vulkan.test_vulkan_foundation import clean, device  # noqa: F401
 
 
 @pytest.fixture

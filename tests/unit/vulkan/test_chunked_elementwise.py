@@ -13,11 +13,11 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as oh
 from onnx import numpy_helper as nh
+from vknn.runtime.vulkan.executor import VulkanExecutor
 
 import vknn
 from vknn.kernels import gate
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.executor import VulkanExecutor
 
 SHAPE = (1, 8, 40, 41)  # 13120 floats: 52 KiB
 

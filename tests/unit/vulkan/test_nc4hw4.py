@@ -16,12 +16,12 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as oh
 from onnx import numpy_helper as nh
+from vknn.runtime.vulkan.executor import VulkanExecutor
 
 import vknn
 from tests.unit.models import cosine_and_error
 from vknn.kernels.layouts import pack, packed_numel, plan_layouts, unpack
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.executor import VulkanExecutor
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(11)

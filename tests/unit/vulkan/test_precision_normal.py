@@ -27,11 +27,11 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as oh
 from onnx import numpy_helper as nh
+from vknn.runtime.vulkan.executor import VulkanExecutor
 
 import vknn
 from tests.unit.models import cosine_and_error, model_inputs, torch_model
 from vknn.kernels.precision_rules import DEFAULT_RULES, RULES, fp32_slots, plan_mixed
-from vknn.runtime.vulkan.executor import VulkanExecutor
 
 F = TensorProto.FLOAT
 

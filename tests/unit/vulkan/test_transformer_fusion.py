@@ -130,8 +130,9 @@ def test_splitk_one_dispatch_and_replays(clean, precision: str, case) -> None:  
 @pytest.mark.parametrize("case", SPLITK_CASES[:3], ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
 def test_splitk_two_pass(clean, monkeypatch, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     """The default split-K: the GEMM writes partials, splitk_reduce.comp sums."""
-    from vknn.kernels import matmul
     from vknn.runtime.vulkan.executor import VulkanExecutor
+
+    from vknn.kernels import matmul
 
     monkeypatch.setattr(matmul, "SPLITK_SINGLE_DISPATCH", False)
     op, m, n, k, cshape = case
@@ -150,8 +151,9 @@ def test_splitk_two_pass(clean, monkeypatch, precision: str, case) -> None:  # t
 
 def test_splitk_with_epilogue(clean) -> None:  # type: ignore[no-untyped-def]
     """A split product with a fused bias + residual epilogue (BERT's linear2)."""
-    from vknn.kernels import epilogues
     from vknn.runtime.vulkan.executor import VulkanExecutor
+
+    from vknn.kernels import epilogues
 
     m, n, k = 128, 256, 1024
     rng = RNG(3)

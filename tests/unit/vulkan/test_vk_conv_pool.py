@@ -400,6 +400,7 @@ def _with_epilogues(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Run `attach_epilogues` where the session cuts segments (what the
     session will do once it calls the transform itself)."""
     import vknn.runtime.partition as partition
+
     from vknn.runtime.vulkan.context import shared_device
 
     original = partition.make_segments

@@ -1,17 +1,17 @@
 """The Vulkan foundation on a real driver (lavapipe on machines without a GPU),
 with the Khronos validation layer (synchronization validation included) on
-and zero messages allowed: device + caps, the arena planner, shader
-compilation (every shader x variant passes spirv-val), and the elementwise
-kernels vs numpy in fp32 (tight) and fp16 storage (1e-3 relative)."""
+and zero messages allowed: device caps and targets, the arena planner,
+shader compilation (every shader x variant passes spirv-val), the
+elementwise kernels vs numpy in fp32 (tight) and fp16 storage (1e-3
+relative), and the runtime's replay mechanics (split dispatches, staging
+copies, descriptor sets instead of push descriptors) driven by targets."""
 
 from __future__ import annotations
-
-import dataclasses
-import os
 
 import numpy as np
 import pytest
 
+from tests.unit.vulkan.harness import graph, node, run_for_target, vk_session
 from vknn.errors import Unsupported
 from vknn.kernels import gate
 from vknn.kernels.elementwise import (
@@ -21,10 +21,11 @@ from vknn.kernels.elementwise import (
     collapse_broadcast,
     unary_kinds,
 )
+from vknn.kernels.memory_plan import plan_arena
 from vknn.kernels.shaders import VARIANTS, compile_shader, shader_names, validate
+from vknn.kernels.targets import PRESETS
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.memory import plan_arena
+from vknn.runtime.target import Target, from_caps, unmet
 
 # ---------------------------------------------------------------------------
 # Pure parts: no device needed
@@ -39,7 +40,6 @@ def test_plan_arena_reuses_dead_memory() -> None:
     # A chain t0 -> t1 -> t2 -> t3: t2 may reuse t0's block, t3 t1's.
     tensors = [(i, 1000, i, i + 1) for i in range(4)]
     offsets, size = plan_arena(tensors, 16)
-    assert size < sum(align for align in [1008] * 4)
     assert size == 2 * 1008
     assert offsets[2] == offsets[0] and offsets[3] == offsets[1]
 
@@ -93,7 +93,7 @@ def _step(
 
 
 def test_gates_are_pure_and_say_why() -> None:
-    caps = DeviceCaps.lavapipe_like()
+    caps = PRESETS["lavapipe"]
     assert gate(_step("vx.binary", "add", (2, 3)), caps) is None
     assert gate(_step("vx.unary", "relu", (2, 3)), caps) is None
     why = gate(_step("vx.binary", "add", (2, 3), "float64"), caps)
@@ -114,6 +114,25 @@ def test_gates_are_pure_and_say_why() -> None:
     assert gate(_step("vx.binary", "add", eight), caps, [spec, spec]) is None
 
 
+def test_targets_round_trip_and_say_what_a_device_lacks() -> None:
+    for t in PRESETS.values():
+        assert Target.from_dict(t.to_dict()) == t
+    lavapipe = from_caps(_caps_like_lavapipe())
+    assert unmet(PRESETS["generic"], _caps_like_lavapipe()) is None
+    why = unmet(PRESETS["nvidia"], _caps_like_lavapipe())
+    assert why is not None and "the device has" in why
+    with pytest.raises(ValueError, match="unknown target field"):
+        Target.from_dict({**lavapipe.to_dict(), "bogus": 1})
+    with pytest.raises(ValueError, match="must be a bool"):
+        Target.from_dict({**lavapipe.to_dict(), "has_fp16_storage": 3})
+
+
+def _caps_like_lavapipe():  # type: ignore[no-untyped-def]
+    from vknn.runtime.vulkan.caps import DeviceCaps
+
+    return DeviceCaps.lavapipe_like()
+
+
 # ---------------------------------------------------------------------------
 # Shaders
 # ---------------------------------------------------------------------------
@@ -128,54 +147,19 @@ def test_every_shader_variant_passes_spirv_val(name: str, variant: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# On the device, validation layer on
+# On the device, validation layer on (`session_device`: the shared device)
 # ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def device():  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.device import Device, VulkanError, vulkan_unavailable_reason
-
-    why = vulkan_unavailable_reason()
-    if why is not None:
-        pytest.skip(f"no Vulkan device: {why}")
-    try:
-        dev = Device.open(validation=os.environ.get("VKNN_VALIDATION", "1") != "0")
-    except VulkanError as e:
-        pytest.skip(f"no usable Vulkan device: {e}")
-    yield dev
-    msgs = list(dev.messages)
-    dev.close()
-    msgs += dev.messages[len(msgs) :]
-    assert not msgs, "validation messages at teardown:\n" + "\n".join(map(str, msgs))
-
-
-@pytest.fixture(autouse=False)
-def clean(device):  # type: ignore[no-untyped-def]
-    """Asserts the test left no validation message."""
-    start = len(device.messages)
-    yield device
-    new = device.messages[start:]
-    assert not new, "validation messages:\n" + "\n".join(map(str, new))
-
-
-def _run(device, steps, inputs, outputs, constants=None, **kw):  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
-    specs = {s: TensorSpec(f"in{s}", a.shape, a.dtype.name) for s, a in inputs.items()}
-    with VulkanExecutor(device, steps, specs, outputs, constants, **kw) as ex:
-        out = ex.run(inputs)
-        return out, ex
-
-
-def test_caps_from_device(clean) -> None:  # type: ignore[no-untyped-def]
-    caps = clean.caps
+def test_caps_from_device(session_device) -> None:  # type: ignore[no-untyped-def]
+    caps = session_device.caps
     assert caps.max_compute_work_group_count[0] >= 65535
     assert caps.max_push_constants_size >= 128
     assert len(caps.pipeline_cache_uuid) == 16
     if "llvmpipe" in caps.name:
         assert caps.has_device_local_host_visible and caps.has_push_descriptor
         assert caps.has_fp16_storage and caps.device_type == "cpu"
+    assert unmet(from_caps(caps), caps) is None
 
 
 BINARY_SHAPES = [
@@ -232,37 +216,38 @@ def _check(got: np.ndarray, want: np.ndarray, fp16: bool, loose: bool = False) -
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=1e-6)
 
 
+def _binary(  # type: ignore[no-untyped-def]
+    kind: str, sa: tuple[int, ...], sb: tuple[int, ...], dtype: str = "float32"
+):
+    op = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "max": "Max",
+          "min": "Min", "mod": "Mod", "fmod": "Mod", "prelu": "PRelu"}[kind]  # fmt: skip
+    attrs = {"fmod": 1} if kind == "fmod" else {}
+    return graph(
+        [node(op, ["a", "b"], ["c"], **attrs)], {"a": (sa, dtype), "b": (sb, dtype)}, ["c"]
+    )
+
+
 @pytest.mark.parametrize("precision", ["high", "low"])
 @pytest.mark.parametrize("sa,sb", BINARY_SHAPES)
-def test_binary_add_broadcasts(clean, precision: str, sa, sb) -> None:  # type: ignore[no-untyped-def]
+def test_binary_add_broadcasts(session_device, precision: str, sa, sb) -> None:  # type: ignore[no-untyped-def]
     a, b = _inputs("add", sa, sb, 1)
-    out_shape = np.broadcast_shapes(sa, sb)
-    step = Step(
-        "vx.binary", "add", [0, 1], [2], [TensorSpec("c", out_shape, "float32")], {"kind": "add"}
-    )
-    out, _ = _run(clean, [step], {0: a, 1: b}, [2], precision=precision)
+    sess = vk_session(_binary("add", sa, sb), precision=precision)
+    out = sess.run({"a": a, "b": b})["c"]
     if precision == "low":  # the oracle sees the same fp16-rounded inputs
         a, b = a.astype(np.float16), b.astype(np.float16)
-    _check(out[2], _ref_binary("add", a, b), precision == "low")
+    _check(out, _ref_binary("add", a, b), precision == "low")
 
 
 @pytest.mark.parametrize("precision", ["high", "low"])
-@pytest.mark.parametrize("kind", sorted(set(binary_kinds()) - set(BINARY_REFUSED)))
-def test_binary_kinds(clean, kind: str, precision: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("kind", sorted(set(binary_kinds()) - set(BINARY_REFUSED) - {"prelu"}))
+def test_binary_kinds(session_device, kind: str, precision: str) -> None:  # type: ignore[no-untyped-def]
     sa, sb = (3, 4, 5), (4, 1)
     a, b = _inputs(kind, sa, sb, 2)
-    step = Step(
-        "vx.binary", kind, [0, 1], [2], [TensorSpec("c", (3, 4, 5), "float32")], {"kind": kind}
-    )
-    out, _ = _run(clean, [step], {0: a, 1: b}, [2], precision=precision)
+    sess = vk_session(_binary(kind, sa, sb), precision=precision)
+    out = sess.run({"a": a, "b": b})["c"]
     if precision == "low":
         a, b = a.astype(np.float16), b.astype(np.float16)
-    want = _ref_binary(kind, a, b)
-    if kind in ("mod", "fmod") and precision == "low":
-        # a - b*trunc(a/b) jumps by b where a/b crosses an integer; compare away from jumps.
-        ok = np.abs(np.abs(a / b - np.round(a / b)) - 0.0) > 1e-2
-        out[2], want = np.where(ok, out[2], 0), np.where(ok, want, 0)
-    _check(out[2], want, precision == "low", loose=kind == "pow")
+    _check(out, _ref_binary(kind, a, b), precision == "low", loose=kind == "pow")
 
 
 UNARY_PARAMS = {
@@ -319,9 +304,24 @@ def _ref_unary(kind: str, x: np.ndarray, params: tuple[float, ...]) -> np.ndarra
         return fns[kind]()
 
 
+UNARY_ONNX = {
+    "identity": ("Identity", {}), "relu": ("Relu", {}), "sigmoid": ("Sigmoid", {}),
+    "tanh": ("Tanh", {}), "exp": ("Exp", {}), "log": ("Log", {}), "sqrt": ("Sqrt", {}),
+    "reciprocal": ("Reciprocal", {}), "abs": ("Abs", {}), "neg": ("Neg", {}),
+    "floor": ("Floor", {}), "ceil": ("Ceil", {}), "round": ("Round", {}), "sign": ("Sign", {}),
+    "erf": ("Erf", {}), "gelu": ("Gelu", {}), "gelu_tanh": ("Gelu", {"approximate": "tanh"}),
+    "mish": ("Mish", {}), "softplus": ("Softplus", {}), "softsign": ("Softsign", {}),
+    "leaky_relu": ("LeakyRelu", {"alpha": 0.1}), "elu": ("Elu", {"alpha": 1.3}),
+    "celu": ("Celu", {"alpha": 0.7}), "selu": ("Selu", {"alpha": 1.67, "gamma": 1.05}),
+    "thresholded_relu": ("ThresholdedRelu", {"alpha": 0.5}),
+    "hard_sigmoid": ("HardSigmoid", {"alpha": 0.2, "beta": 0.5}),
+    "hard_swish": ("HardSwish", {}),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("precision", ["high", "low"])
-@pytest.mark.parametrize("kind", sorted(set(unary_kinds()) - set(UNARY_REFUSED)))
-def test_unary_kinds(clean, kind: str, precision: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("kind", sorted(set(unary_kinds()) & set(UNARY_ONNX)))
+def test_unary_kinds(session_device, kind: str, precision: str) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(1031) * 4).astype(np.float32)
     x[:8] = [0.0, -0.0, 1e-3, -1e-3, 1e-6, 20.0, -20.0, 0.5]
@@ -329,130 +329,123 @@ def test_unary_kinds(clean, kind: str, precision: str) -> None:  # type: ignore[
         x = np.abs(x) + 1e-3
     if kind == "round":
         x[8:12] = [0.5, 1.5, 2.5, -0.5]
-    params = UNARY_PARAMS.get(kind, ())
-    attrs = {"kind": kind, **({"params": params} if params else {})}
-    step = Step("vx.unary", kind, [0], [1], [TensorSpec("y", x.shape, "float32")], attrs)
-    out, _ = _run(clean, [step], {0: x}, [1], precision=precision)
+    op, attrs = UNARY_ONNX[kind]
+    model = graph([node(op, ["x"], ["y"], **attrs)], {"x": (x.shape, "float32")}, ["y"], opset=20)
+    out = vk_session(model, precision=precision).run({"x": x})["y"]
     if precision == "low":
         x = x.astype(np.float16)
-    want = _ref_unary(kind, x, params)
-    _check(out[1], want, precision == "low", loose=True)
+    _check(out, _ref_unary(kind, x, UNARY_PARAMS.get(kind, ())), precision == "low", loose=True)
 
 
-def test_fp16_store_rounds_to_nearest_even_and_saturates(clean) -> None:  # type: ignore[no-untyped-def]
+def test_unary_kinds_all_have_onnx_cases() -> None:
+    """Every unary kind with a shader is exercised above (or refused on purpose)."""
+    missing = set(unary_kinds()) - set(UNARY_ONNX) - set(UNARY_REFUSED) - {"silu", "clip"}
+    assert not missing, missing
+
+
+def test_fp16_store_rounds_to_nearest_even_and_saturates(session_device) -> None:  # type: ignore[no-untyped-def]
     """fp16-exact operands whose fp32 sum/product falls between fp16 neighbours:
     ties go to even (normal and subnormal), overflow saturates, NaN stays."""
     t = 2.0**-24  # the smallest fp16 subnormal
     cases = {
         "add": [
-            (1, 2.0**-11),
-            (1, 3 * 2.0**-11),
-            (1, 2.0**-12),
-            (2048, 1),
-            (2048, 3),
-            (2048, 1.5),
-            (6e4, 7e3),
-            (-6e4, -7e3),
-            (65504, 65504),
-            (1, np.nan),
+            (1, 2.0**-11), (1, 3 * 2.0**-11), (1, 2.0**-12), (2048, 1), (2048, 3), (2048, 1.5),
+            (6e4, 7e3), (-6e4, -7e3), (65504, 65504), (1, np.nan),
         ],
         "mul": [(3 * t, 0.5), (t, 0.5), (5 * t, 0.5), (7 * t, 0.25), (1000, 1000)],
-    }
+    }  # fmt: skip
     for kind, pairs in cases.items():
         a = np.array([p[0] for p in pairs], np.float16)
         b = np.array([p[1] for p in pairs], np.float16)
-        step = Step(
-            "vx.binary", kind, [0, 1], [2], [TensorSpec("c", a.shape, "float16")], {"kind": kind}
-        )
-        out, _ = _run(clean, [step], {0: a, 1: b}, [2], precision="low")
+        sess = vk_session(_binary(kind, a.shape, b.shape, "float16"), precision="low")
+        got = sess.run({"a": a, "b": b})["c"]
         exact = _ref_binary(kind, a, b)  # f64: exact for these operands
         want = np.clip(exact, -65504, 65504).astype(np.float16)  # numpy rounds ties to even
-        got = out[2]
         assert got.dtype == np.float16
-        assert np.array_equal(got.view(np.uint16), want.view(np.uint16)) or (
-            np.array_equal(np.isnan(got), np.isnan(want))
-            and np.array_equal(
-                got[~np.isnan(got)].view(np.uint16), want[~np.isnan(want)].view(np.uint16)
-            )
-        ), (kind, got, want)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan), (kind, got, want)
+        assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16)), (kind, got)
         assert not np.isinf(got).any()
 
 
-def test_chain_reuses_arena_and_replays(clean) -> None:  # type: ignore[no-untyped-def]
-    """A 12-op chain: the arena is smaller than the sum of its tensors, barriers
-    (checked by synchronization validation) keep reuse safe, and the recorded
-    command buffer replays with new inputs."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
-    shape = (4, 8, 16)
-    steps = []
-    slot = 0
+def _chain(shape: tuple[int, ...]):  # type: ignore[no-untyped-def]
+    nodes, name = [], "x"
     for i in range(12):
-        kind = ["relu", "tanh", "sigmoid"][i % 3]
+        out = f"t{i}"
         if i % 2:
-            steps.append(
-                Step(
-                    "vx.binary",
-                    f"b{i}",
-                    [slot, 100],
-                    [slot + 1],
-                    [TensorSpec("t", shape, "float32")],
-                    {"kind": "mul"},
-                )
-            )
+            nodes.append(node("Mul", [name, "w"], [out]))
         else:
-            steps.append(
-                Step(
-                    "vx.unary",
-                    f"u{i}",
-                    [slot],
-                    [slot + 1],
-                    [TensorSpec("t", shape, "float32")],
-                    {"kind": kind},
-                )
-            )
-        slot += 1
-    w = np.linspace(-1, 1, 16, dtype=np.float32)
-    spec = {0: TensorSpec("x", shape, "float32")}
-    with VulkanExecutor(clean, steps, spec, [slot], {100: w}, profiling=True) as ex:
-        assert ex.stats.arena_bytes < ex.stats.naive_bytes
-        for seed in range(3):
-            x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-            ref = x.astype(np.float64)
-            for st in steps:
-                ref = ref * w if st.op == "vx.binary" else _ref_unary(st.attrs["kind"], ref, ())
-            _check(ex.run({0: x})[slot], ref, False, loose=True)
-        prof = ex.profile()
-        assert len(prof) == 12 and all(ms >= 0 for _, ms in prof)
+            nodes.append(node(["Relu", "Tanh", "Sigmoid"][i % 3], [name], [out]))
+        name = out
+    w = np.linspace(-1, 1, shape[-1], dtype=np.float32)
+    return graph(nodes, {"x": (shape, "float32")}, [name], {"w": w}), w
 
 
-def test_split_dispatch_and_staging_and_descriptor_sets(clean) -> None:  # type: ignore[no-untyped-def]
-    """maxComputeWorkGroupCount shrunk to 3 groups: a 5000-element op becomes
-    several dispatches with base offsets; staging copies and descriptor sets
-    (instead of push descriptors) give the same result."""
-    from vknn.runtime.vulkan.pipeline import Pipelines
+def test_chain_reuses_arena_and_replays(session_device) -> None:  # type: ignore[no-untyped-def]
+    """A 12-op chain: the planned arena is smaller than its tensors, barriers
+    (synchronization validation checks them) keep reuse safe, and the
+    recorded command buffer replays with new inputs."""
+    shape = (4, 8, 16)
+    model, w = _chain(shape)
+    sess = vk_session(model, profiling=True, pipeline="lower")  # no fusion: 12 dispatches
+    seg = sess.program.buckets[0].segments[0]
+    device = [size for memory, size in seg.arenas if memory == "device"][0]
+    assert device < 13 * 4 * int(np.prod(shape))
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+        ref = x.astype(np.float64)
+        for i in range(12):
+            ref = ref * w if i % 2 else _ref_unary(["relu", "tanh", "sigmoid"][i % 3], ref, ())
+        _check(sess.run({"x": x})["t11"], ref, False, loose=True)
+    prof = sess.profile(runs=2)
+    assert len(prof) == 12 and all(r.ms >= 0 for r in prof)
 
-    caps = dataclasses.replace(clean.caps, max_compute_work_group_count=(3, 65535, 65535))
+
+@pytest.mark.parametrize("memory", ["unified", "staging"])
+@pytest.mark.parametrize("push", [True, False])
+def test_split_dispatch_staging_and_descriptor_sets(
+    session_device, memory: str, push: bool, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A target with maxComputeWorkGroupCount 3 splits a 5000-element op into
+    several dispatches with base offsets; a staging target records copies
+    through host-visible buffers; descriptor sets instead of push
+    descriptors: the same numbers each way."""
+    from vknn.runtime.vulkan import pipeline
+
+    if not push:
+        real = pipeline.Pipelines.__init__
+
+        def no_push(self, device, cache=None, push_descriptors=None):  # type: ignore[no-untyped-def]
+            real(self, device, cache, False)
+
+        monkeypatch.setattr(pipeline.Pipelines, "__init__", no_push)
     x = np.random.default_rng(5).standard_normal((5000,)).astype(np.float32)
-    b = np.float32(0.5) * np.ones((1,), np.float32)
-    steps = [
-        Step("vx.unary", "s", [0], [1], [TensorSpec("y", x.shape, "float32")], {"kind": "silu"}),
-        Step("vx.binary", "a", [1, 9], [2], [TensorSpec("z", x.shape, "float32")], {"kind": "add"}),
-    ]
+    nodes = [node("Sigmoid", ["x"], ["s"]), node("Mul", ["x", "s"], ["m"])]
+    nodes.append(node("Add", ["m", "h"], ["z"]))
+    half = {"h": np.array([0.5], np.float32)}
+    model = graph(nodes, {"x": (x.shape, "float32")}, ["z"], half)
+    target = from_caps(session_device.caps).with_(
+        max_compute_work_group_count=(3, 65535, 65535), memory=memory
+    )
+    out, program = run_for_target(model, target, {"x": x})
+    seg = program.buckets[0].segments[0]
+    assert seg.dispatches == 7  # ceil(ceil(5000 / 256) / 3): one fused op, split
+    assert any(m == "staging" for m, _ in seg.arenas) == (memory == "staging")
     want = _ref_unary("silu", x, ()) + 0.5
-    for staging in (False, True):
-        for push in (True, False):
-            pipes = Pipelines(clean, push_descriptors=push)
-            out, ex = _run(
-                clean, steps, {0: x}, [2], {9: b}, caps=caps, staging=staging, pipelines=pipes
+    _check(out["z"], want, False, loose=True)
+
+
+def test_refusals_name_the_node(session_device) -> None:  # type: ignore[no-untyped-def]
+    model = graph(
+        [
+            node(
+                "Sin",
+                ["x"],
+                ["y"],
             )
-            assert ex.stats.dispatches == 2 * 7  # ceil(ceil(5000/256) / 3) per op
-            _check(out[2], want, False, loose=True)
-
-
-def test_executor_refuses_with_reasons(clean) -> None:  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
-    step = Step("vx.unary", "s", [0], [1], [TensorSpec("y", (4,), "float32")], {"kind": "sin"})
-    with pytest.raises(Unsupported, match="'s': Sin: "):
-        VulkanExecutor(clean, [step], {0: TensorSpec("x", (4,), "float32")}, [1])
+        ],
+        {"x": ((4,), "float32")},
+        ["y"],
+    )
+    with pytest.raises(Unsupported, match="Sin"):
+        vk_session(model)
