@@ -1305,8 +1305,8 @@ class BarrierOp(IRDLOperation):
     traits = traits_def(HasParent(VulkanSegmentOp))
     custom_directives = (StageList,)
     assembly_format = (
-        "custom<StageList>($src) `to` custom<StageList>($dst) `(` $buffers `)` "
-        "`ranges` $ranges attr-dict `:` type($buffers)"
+        "custom<StageList>($src) `to` custom<StageList>($dst) "
+        "`(` ($buffers^ `:` type($buffers))? `)` `ranges` $ranges attr-dict"
     )
 
     def __init__(
