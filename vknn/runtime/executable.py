@@ -54,6 +54,20 @@ def _from_device(raw: np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndar
     return from_device(raw, dtype, shape)
 
 
+def _fill(host: np.ndarray, offset: int, w: bytes | Splat) -> None:
+    """Write a weight's device bytes (a splat: its element repeated) at `offset`."""
+    if not isinstance(w, Splat):
+        host[offset : offset + len(w)] = np.frombuffer(w, np.uint8)
+        return
+    part = host[offset : offset + w.size]
+    n = len(w.element)
+    if n in (1, 2, 4, 8):  # one typed fill, not a loop over rows of bytes
+        word = np.dtype(f"u{n}")
+        part.view(word)[:] = np.frombuffer(w.element, word)[0]
+    else:
+        part.reshape(-1, n)[:] = np.frombuffer(w.element, np.uint8)
+
+
 @dataclass
 class _SegmentContext:
     """One Vulkan segment's memory and command buffer in one context."""
@@ -145,18 +159,7 @@ class Executable:
             src = buf if direct else Buffer(self.device, size, TRANSFER_SRC, True)
             for arena, offset, wi in seg.weights:
                 if arena == ai:
-                    w = self.program.weights[wi]
-                    if isinstance(w, Splat):
-                        assert src.host is not None
-                        word = np.dtype(f"u{len(w.element)}") if len(w.element) in (1, 2, 4, 8) else None
-                        part = src.host[offset : offset + w.size]
-                        if word is not None:
-                            part.view(word)[:] = np.frombuffer(w.element, word)[0]
-                        else:
-                            e = np.frombuffer(w.element, np.uint8)
-                            part.reshape(-1, e.size)[:] = e
-                    else:
-                        src.write(offset, np.frombuffer(w, np.uint8))
+                    _fill(src.host, offset, self.program.weights[wi])
             if not direct:
                 copy_once(self.device, src, buf, size)
                 src.destroy()

@@ -383,9 +383,10 @@ class SegmentLowering:
         nodes = _nodes(op, step)
         if isinstance(op, vkd.ConvertOp):
             src, dst = step.inputs[0], step.outputs[0]
+            nodes = ""  # a conversion computes no ONNX node
             records = record_convert(
                 ctx, self.ref(src), self.ref(dst), self.spec(dst).shape,
-                parse(op.from_form.data), parse(op.to_form.data), index, self.spec(dst).name,
+                parse(op.from_form.data), parse(op.to_form.data), index, self.spec(src).name,
             )  # fmt: skip
         elif KERNELS[step.op].aliases:
             src, out = step.inputs[0], step.outputs[0]
@@ -399,7 +400,7 @@ class SegmentLowering:
                 )  # fmt: skip
         else:
             records = KERNELS[step.op].record(step, ctx, *self._args(step, op, variant))
-        self.emit(records, op, nodes, step.kind)
+        self.emit(records, op, nodes, "Convert" if isinstance(op, vkd.ConvertOp) else step.kind)
         self._replace_results(op, step, rewriter)
 
     def _args(

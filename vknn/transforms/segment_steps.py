@@ -111,10 +111,30 @@ def _new_slot(view: StepView, v: SSAValue, name: str) -> int:
     return s
 
 
+def value_name(v: SSAValue) -> str:
+    """A tensor's name for messages and labels: the graph input's ONNX name,
+    or its producer's node name."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+    from xdsl.dialects.func import FuncOp
+
+    owner = v.owner
+    if isinstance(owner, Operation):
+        return node_name(owner)
+    parent = owner.parent_op()
+    if isinstance(parent, FuncOp) and parent.arg_attrs is not None:
+        d = parent.arg_attrs.data[v.index]  # type: ignore[attr-defined]
+        if isinstance(d, DictionaryAttr) and isinstance(n := d.data.get("onnx.name"), StringAttr):
+            return n.data
+    if isinstance(parent, vkd.SegmentOp):
+        return value_name(parent.inputs[v.index])  # type: ignore[attr-defined]
+    return f"in{v.index}"  # type: ignore[attr-defined]
+
+
 def build(block: Block, input_names: Iterable[str] | None = None) -> StepView:
-    """The steps of a segment body (or any graph block)."""
+    """The steps of a segment body (or any graph block); inputs are named
+    after the values they stand for unless `input_names` says otherwise."""
     view = StepView(block)
-    names = list(input_names or ())
+    names = list(input_names) if input_names is not None else [value_name(a) for a in block.args]
     for i, arg in enumerate(block.args):
         name = names[i] if i < len(names) else f"in{i}"
         view.inputs.append(_new_slot(view, arg, name))
