@@ -257,8 +257,10 @@ def save_text(module: ModuleOp, path: Path) -> Path:
 def load_text(path: Path) -> ModuleOp:
     """Parse printed IR; weights come from the sidecar the module names (a
     file next to it: nothing outside the module's folder is read)."""
+    import re
+    import secrets
+
     import msgpack
-    from xdsl.dialects.builtin import StringAttr
     from xdsl.parser import Parser
 
     from vknn.dialects import make_context
@@ -268,24 +270,34 @@ def load_text(path: Path) -> ModuleOp:
     from vknn.runtime.vxm import read_regular
 
     text = read_regular(path, 1 << 32, "IR file").decode("utf-8", errors="replace")
-    try:
-        module = Parser(make_context(), text, str(path)).parse_module()
-    except Exception as e:
-        raise ModelLoadError(f"{path}: not valid IR: {' '.join(str(e).split())[:300]}") from None
-    name = module.attributes.get(WEIGHTS_ATTR)
-    if isinstance(name, StringAttr):
-        sidecar = Path(name.data)
-        if sidecar.name != name.data or sidecar.name in ("", ".", ".."):
-            raise ModelLoadError(f"{path}: weights file {name.data!r} must be a file next to it")
+    named = re.search(rf'{re.escape(WEIGHTS_ATTR)} = "([^"]*)"', text)
+    if named:
+        sidecar = Path(named.group(1))
+        if sidecar.name != named.group(1) or sidecar.name in ("", ".", ".."):
+            raise ModelLoadError(
+                f"{path}: weights file {named.group(1)!r} must be a file next to it"
+            )
         raw = read_regular(path.parent / sidecar, 1 << 40, "weights file")
         try:
             entries = msgpack.unpackb(raw, raw=False, strict_map_key=True)
-            for handle, enc in entries.items():
-                if handle not in WEIGHTS:
-                    WEIGHTS.add(handle, decode_array(enc))
+            # Every handle gets a name no parse in this process has seen (xDSL
+            # renames a resource key declared before, and so would break the
+            # link between the text and its weights).
+            tag = secrets.token_hex(4)
+            fresh = {h: f"w{tag}_{i}" for i, h in enumerate(entries)}
+            for h, enc in entries.items():
+                WEIGHTS.add(fresh[h], decode_array(enc))
         except Exception as e:
             raise ModelLoadError(f"{path.parent / sidecar}: bad weights file ({e})") from None
-    return module
+        text = re.sub(
+            r"dense_resource<([^>]+)>",
+            lambda m: f"dense_resource<{fresh.get(m.group(1), m.group(1))}>",
+            text,
+        )
+    try:
+        return Parser(make_context(), text, str(path)).parse_module()
+    except Exception as e:
+        raise ModelLoadError(f"{path}: not valid IR: {' '.join(str(e).split())[:300]}") from None
 
 
 def finish_text(path: Path) -> dict[str, Any]:
@@ -296,6 +308,9 @@ def finish_text(path: Path) -> dict[str, Any]:
     from vknn.transforms.registry import available_passes
 
     module = load_text(path)
-    spec = lowering_spec(LoweringOptions())
-    PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
-    return module_to_program(module)
+    try:
+        spec = lowering_spec(LoweringOptions())
+        PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
+        return module_to_program(module)
+    finally:
+        release_weights(module)
