@@ -210,7 +210,8 @@ def fold_views(
         return steps
     keep = set(keep)
     shapes: dict[int, tuple[int, ...]] = {s: tuple(t.shape) for s, t in input_specs.items()}
-    shapes.update({s: tuple(a.shape) for s, a in constants.items()})
+    shape_of = getattr(constants, "shape_of", None)  # lazy constants know shapes unloaded
+    shapes.update({s: shape_of(s) if shape_of else tuple(constants[s].shape) for s in constants})
     specs: dict[int, TensorSpec] = {}
     producer: dict[int, int] = {}
     for i, st in enumerate(steps):

@@ -64,6 +64,13 @@ class VknnOptMain(xDSLOptMain):
             help="run a named pipeline (see vknn.transforms.pipelines) before -p passes",
         )
         arg_parser.add_argument(
+            "--vkd-target",
+            type=str,
+            default="",
+            help="the target of --pipeline vkd/full (generic, lavapipe, nvidia, from-device, "
+            "a .json); default: the module's #vkd.target",
+        )
+        arg_parser.add_argument(
             "--stats",
             action="store_true",
             help="print the op count before and after the pipeline (to stderr)",
@@ -75,7 +82,7 @@ class VknnOptMain(xDSLOptMain):
             from vknn.transforms.pipelines import pipeline_spec
 
             try:
-                named = pipeline_spec(self.args.pipeline)
+                named = pipeline_spec(self.args.pipeline, target=self.args.vkd_target)
             except KeyError as e:
                 raise SystemExit(f"vknn-opt: error: {e.args[0]}") from None
             spec = f"{named},{spec}" if spec else named

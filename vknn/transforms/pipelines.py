@@ -24,13 +24,26 @@ PIPELINES: dict[str, list[str]] = {
         "dce",
         "prune-initializers",
     ],
+    # vx -> final vkd (the target comes from the module or `target=`).
+    "vkd": [
+        "split-large-gemms",
+        "partition",
+        "merge-epilogues",
+        "fold-views",
+        "assign-storage",
+        "convert-vx-to-vkd",
+        "plan-memory",
+        "insert-barriers",
+    ],
 }
+PIPELINES["full"] = PIPELINES["standard"] + PIPELINES["vkd"]
 
 
-def pipeline_spec(name: str, shapes: str = "", dims: str = "") -> str:
+def pipeline_spec(name: str, shapes: str = "", dims: str = "", target: str = "") -> str:
     """The `-p` spec of a named pipeline (or of an explicit pass list such as
     `"infer-shapes,const-fold,convert-onnx-to-vx,dce"`), with the input-shape
-    declarations given to its infer-shapes."""
+    declarations given to its infer-shapes and `target` to its first
+    lowering pass (`vkd`, `full`)."""
     if name in PIPELINES:
         passes = list(PIPELINES[name])
     elif "," in name or "{" in name or "-" in name:
@@ -44,6 +57,8 @@ def pipeline_spec(name: str, shapes: str = "", dims: str = "") -> str:
         opts.append(f'dims="{dims}"')
     if opts:
         passes = [f"{p}{{{' '.join(opts)}}}" if p == "infer-shapes" else p for p in passes]
+    if target:
+        passes = [f'{p}{{target="{target}"}}' if p == "split-large-gemms" else p for p in passes]
     return ",".join(passes)
 
 

@@ -76,6 +76,41 @@ def out_view_attr(op: Operation) -> tuple[int, tuple[int, ...], tuple[int, ...]]
     )
 
 
+class Constants(dict):  # type: ignore[type-arg]
+    """slot -> constant array, each read from its op only when asked for (a
+    pass deciding storage needs only which slots are constants and their
+    shapes, which printed IR without its weights still has)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: dict[int, Operation] = {}
+
+    def add(self, slot: int, op: Operation) -> None:
+        self.ops[slot] = op
+        super().__setitem__(slot, None)
+
+    def __getitem__(self, slot: int) -> np.ndarray:
+        value = super().__getitem__(slot)
+        if value is None:
+            value = constant_value(self.ops[slot])
+            super().__setitem__(slot, value)
+        return value
+
+    def get(self, slot: int, default: object = None) -> object:  # type: ignore[override]
+        return self[slot] if slot in self else default
+
+    def items(self):  # type: ignore[no-untyped-def,override]
+        return [(s, self[s]) for s in self]
+
+    def values(self):  # type: ignore[no-untyped-def,override]
+        return [self[s] for s in self]
+
+    def shape_of(self, slot: int) -> tuple[int, ...]:
+        from vknn.dialects.vx import shape_of
+
+        return tuple(shape_of(self.ops[slot].results[0]))
+
+
 @dataclass
 class StepView:
     block: Block
@@ -84,7 +119,7 @@ class StepView:
     slot: dict[SSAValue, int] = field(default_factory=dict)
     values: list[SSAValue] = field(default_factory=list)
     specs: dict[int, TensorSpec] = field(default_factory=dict)
-    constants: dict[int, np.ndarray] = field(default_factory=dict)
+    constants: Constants = field(default_factory=Constants)
     constant_ops: dict[int, Operation] = field(default_factory=dict)
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
@@ -142,7 +177,7 @@ def build(block: Block, input_names: Iterable[str] | None = None) -> StepView:
     for op in block.ops:
         if op.name in CONSTANT_OPS:
             s = _new_slot(view, op.results[0], f"{node_name(op)}:0")
-            view.constants[s] = constant_value(op)
+            view.constants.add(s, op)
             view.constant_ops[s] = op
             continue
         if isinstance(op, vkd.YieldOp) or op.name == "func.return":

@@ -12,6 +12,7 @@ the blocks are gated like any op. Only the limit comes from the target.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,12 @@ class SplitGemm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: vx.GemmOp, rewriter: PatternRewriter) -> None:
+        from vknn.ir.types import numpy_dtype
+
+        t = op.b.type
+        itemsize = numpy_dtype(t.element_type).itemsize  # type: ignore[attr-defined]
+        if itemsize * math.prod(vx.shape_of(op.b)) <= self.max_bytes:
+            return  # fits: no need to read the weight at all
         weight = _constant(op.b.owner if isinstance(op.b.owner, Operation) else None)
         if weight is None or weight.ndim != 2 or weight.nbytes <= self.max_bytes:
             return
