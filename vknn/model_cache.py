@@ -44,7 +44,6 @@ import functools
 import hashlib
 import hmac
 import os
-import secrets
 import stat
 import sys
 import time
@@ -54,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+
+from vknn.runtime.user_cache import mac, secret, user_cache_dir  # noqa: F401  (re-exported)
 
 MAGIC = "VKNN-CACHE"
 FORMAT_VERSION = 2
@@ -68,54 +69,12 @@ def cap_bytes(model_bytes: int) -> int:
     return 3 * model_bytes + (64 << 20)
 
 
-def user_cache_dir() -> Path:
-    base = os.environ.get("VKNN_CACHE_DIR")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "vknn"
-
-
 def _warn(msg: str) -> None:
     print(f"vknn: {msg}", file=sys.stderr)
 
 
-@functools.cache
-def secret() -> bytes:
-    """The per-user HMAC key (module docstring)."""
-    path = user_cache_dir() / "secret"
-    try:
-        st = os.stat(path, follow_symlinks=False)
-        ok = (
-            stat.S_ISREG(st.st_mode)
-            and st.st_mode & 0o077 == 0
-            and st.st_uid == os.getuid()
-            and st.st_size == 32
-        )
-        if ok:
-            with open(path, "rb") as f:
-                return f.read()
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return secrets.token_bytes(32)  # unreadable: this process's caches only
-    key = secrets.token_bytes(32)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(key)
-    except FileExistsError:  # another process made it first
-        secret.cache_clear()
-        return secret()
-    except OSError:
-        pass
-    return key
-
-
 def _mac(payload: bytes) -> str:
-    return hmac.new(secret(), payload, hashlib.sha256).hexdigest()
+    return mac(payload).hex()
 
 
 @functools.cache

@@ -219,6 +219,10 @@ class Session:
 
             device, _, _ = shared_device()
         program = vxm.select(device.caps if device is not None else None, "vulkan" in cfg.backends)
+        if device is not None and program.kernels:
+            from vknn.runtime.spirv_check import check_program
+
+            check_program(program, vxm.path)  # a .vxm is untrusted: SPIR-V checked once
         self._open_program(program, config)
 
     def _open_program(self, program: Any, config: Config | None) -> None:

