@@ -48,6 +48,15 @@ class ClosedError(InvalidArgument):
     """run() on a closed session."""
 
 
+def _input_name(bucket: Bucket, value: int) -> str:
+    """How an error names a Vulkan segment input: the graph input it is, or
+    the value a CPU segment computed."""
+    for io in bucket.inputs:
+        if io.value == value:
+            return f"input '{io.name}'"
+    return "a value computed on the CPU"
+
+
 def _from_device(raw: np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     from vknn.runtime.vulkan.dtypes import from_device
 
@@ -229,7 +238,7 @@ class Executable:
             values[io.value] = feeds[io.name]
         for si, seg in enumerate(b.segments):
             if isinstance(seg, VulkanSegment):
-                self._run_vulkan(ctx.segments[bi, si], values, si, profile)
+                self._run_vulkan(ctx.segments[bi, si], values, si, profile, b)
             elif isinstance(seg, CpuSegment):
                 self._run_cpu(seg, values)
             else:
@@ -243,19 +252,25 @@ class Executable:
         return out
 
     def _run_vulkan(
-        self, sc: _SegmentContext, values: list[Any], si: int, profile: list[Any] | None
+        self,
+        sc: _SegmentContext,
+        values: list[Any],
+        si: int,
+        profile: list[Any] | None,
+        bucket: Bucket,
     ) -> None:
         from vknn.runtime.vulkan.dtypes import to_device
 
         seg = sc.segment
         for u in seg.uploads:
-            x = np.asarray(values[seg.inputs[u.input]])
+            value = seg.inputs[u.input]
+            x = np.asarray(values[value])
             if tuple(x.shape) != u.shape:
                 raise InvalidArgument(
                     f"segment input of shape {list(x.shape)}, expected {list(u.shape)}"
                 )
             try:
-                data = to_device(x, u.dtype, np.dtype(u.storage), "input")
+                data = to_device(x, u.dtype, np.dtype(u.storage), _input_name(bucket, value))
             except ValueError as e:
                 raise InvalidArgument(str(e)) from None
             sc.buffers[u.arena].write(u.offset, data)
