@@ -25,6 +25,7 @@ from vknn.runtime.target import Target
 ONNX_TYPES = {
     "float32": TensorProto.FLOAT,
     "float16": TensorProto.FLOAT16,
+    "float64": TensorProto.DOUBLE,
     "int64": TensorProto.INT64,
     "int32": TensorProto.INT32,
     "int8": TensorProto.INT8,
