@@ -48,15 +48,6 @@ class ClosedError(InvalidArgument):
     """run() on a closed session."""
 
 
-def _input_name(bucket: Bucket, value: int) -> str:
-    """How an error names a Vulkan segment input: the graph input it is, or
-    the value a CPU segment computed."""
-    for io in bucket.inputs:
-        if io.value == value:
-            return f"input '{io.name}'"
-    return "a value computed on the CPU"
-
-
 def _from_device(raw: np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     from vknn.runtime.vulkan.dtypes import from_device
 
@@ -263,14 +254,15 @@ class Executable:
 
         seg = sc.segment
         for u in seg.uploads:
-            value = seg.inputs[u.input]
-            x = np.asarray(values[value])
+            x = np.asarray(values[seg.inputs[u.input]])
             if tuple(x.shape) != u.shape:
                 raise InvalidArgument(
                     f"segment input of shape {list(x.shape)}, expected {list(u.shape)}"
                 )
+            # An error names the graph input (else: a value a CPU segment computed).
+            ios = (f"input '{io.name}'" for io in bucket.inputs if io.value == seg.inputs[u.input])
             try:
-                data = to_device(x, u.dtype, np.dtype(u.storage), _input_name(bucket, value))
+                data = to_device(x, u.dtype, np.dtype(u.storage), next(ios, "input"))
             except ValueError as e:
                 raise InvalidArgument(str(e)) from None
             sc.buffers[u.arena].write(u.offset, data)
