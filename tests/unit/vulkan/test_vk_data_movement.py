@@ -4,7 +4,9 @@ inputs record nothing), small ONNX graphs through the real pipeline against
 the CPU oracle on the test device (lavapipe here) with the validation layer
 on and zero messages allowed. Data movement is exact in every dtype and
 precision (fp16 storage is compared with the oracle run on fp16-rounded
-inputs and constants); linear resize is within fp32 (fp16: 2e-3)."""
+inputs and data constants); linear resize is within fp32 (fp16: 2e-3).
+The quant kernel is driven through a graph pipeline without `dequantize`
+(which otherwise rewrites lone Q/DQ nodes into float ops and a cast)."""
 
 from __future__ import annotations
 
