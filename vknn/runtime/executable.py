@@ -229,7 +229,7 @@ class Executable:
             values[io.value] = feeds[io.name]
         for si, seg in enumerate(b.segments):
             if isinstance(seg, VulkanSegment):
-                self._run_vulkan(ctx.segments[bi, si], values, si, profile)
+                self._run_vulkan(ctx.segments[bi, si], values, si, profile, b)
             elif isinstance(seg, CpuSegment):
                 self._run_cpu(seg, values)
             else:
@@ -243,7 +243,12 @@ class Executable:
         return out
 
     def _run_vulkan(
-        self, sc: _SegmentContext, values: list[Any], si: int, profile: list[Any] | None
+        self,
+        sc: _SegmentContext,
+        values: list[Any],
+        si: int,
+        profile: list[Any] | None,
+        bucket: Bucket,
     ) -> None:
         from vknn.runtime.vulkan.dtypes import to_device
 
@@ -254,8 +259,10 @@ class Executable:
                 raise InvalidArgument(
                     f"segment input of shape {list(x.shape)}, expected {list(u.shape)}"
                 )
+            # An error names the graph input (else: a value a CPU segment computed).
+            ios = (f"input '{io.name}'" for io in bucket.inputs if io.value == seg.inputs[u.input])
             try:
-                data = to_device(x, u.dtype, np.dtype(u.storage), "input")
+                data = to_device(x, u.dtype, np.dtype(u.storage), next(ios, "input"))
             except ValueError as e:
                 raise InvalidArgument(str(e)) from None
             sc.buffers[u.arena].write(u.offset, data)

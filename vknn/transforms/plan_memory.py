@@ -7,7 +7,9 @@ at the edges, when the target's memory model needs them) and `const`
 from the first command that touches it (or anything placed in it: a
 `vkd.subview`) to the last, in command order; uploads come before every
 command and downloads after, so segment inputs and results are live
-throughout. The interval planner (`kernels/memory_plan.py`, as ARM's ML
+throughout; so are staging buffers from the start to their copy (the host
+writes all of them before the submit) and readback buffers from their copy
+to the end. The interval planner (`kernels/memory_plan.py`, as ARM's ML
 emulation layer does it: best-fit free blocks, largest first at each
 step) gives the offsets; a tensor never shares bytes with one live at the
 same command, so a dispatch's inputs and outputs are always disjoint.
@@ -53,6 +55,16 @@ def plan_segment(seg: vkd.VulkanSegmentOp, alignment: int) -> None:
             root, _ = root_of(v)
             first.setdefault(root, i)
             last[root] = i
+    # The host writes every upload before the submit and reads every download
+    # after the fence, whatever their place among the commands: a staging
+    # buffer is live from the start to its copy (two of them must not share
+    # bytes because one's copy precedes the other's upload in the block).
+    end = len(block.ops)
+    for op in block.ops:
+        if isinstance(op, vkd.UploadOp):
+            first[root_of(op.dest)[0]] = 0
+        elif isinstance(op, vkd.DownloadOp):
+            last[root_of(op.source)[0]] = end
     allocs = [op for op in block.ops if isinstance(op, vkd.AllocOp)]
     weights = [op for op in block.ops if isinstance(op, vkd.WeightOp)]
     arenas: dict[vkd.Memory, vkd.ArenaOp] = {}

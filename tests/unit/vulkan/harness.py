@@ -25,6 +25,7 @@ from vknn.runtime.target import Target
 ONNX_TYPES = {
     "float32": TensorProto.FLOAT,
     "float16": TensorProto.FLOAT16,
+    "float64": TensorProto.DOUBLE,
     "int64": TensorProto.INT64,
     "int32": TensorProto.INT32,
     "int8": TensorProto.INT8,
@@ -92,14 +93,17 @@ def lowered(
     model: onnx.ModelProto,
     target: str | Target = "lavapipe",
     shapes: dict[str, tuple[int, ...]] | None = None,
+    pipeline: str = "standard",
     **options: Any,
 ) -> Any:
     """The final `vkd` module of `model` for `target` (no device needed
-    unless the target is from-device). `options`: `LoweringOptions` fields."""
+    unless the target is from-device), through the named graph `pipeline`
+    (`lower`: no graph optimization, each ONNX op its own `vx` op).
+    `options`: `LoweringOptions` fields."""
     from vknn.compiler import LoweringOptions, graph_pipeline, import_any, lower
     from vknn.kernels.targets import target as named
 
-    module = graph_pipeline(import_any(model), "standard", shapes)
+    module = graph_pipeline(import_any(model), pipeline, shapes)
     t = named(target) if isinstance(target, str) else target
     return lower(module, LoweringOptions(**options), t)
 
@@ -114,7 +118,7 @@ def run_for_target(
     model: onnx.ModelProto, target: Target, feeds: dict[str, np.ndarray], **options: Any
 ) -> tuple[dict[str, np.ndarray], Any]:
     """Compile for `target`, run on the test device (which must satisfy it):
-    (outputs, the program)."""
+    (outputs, the program). `options`: those of `lowered`."""
     from vknn.runtime.executable import Executable
     from vknn.runtime.program import Program
     from vknn.runtime.vulkan.context import shared_device

@@ -1,10 +1,11 @@
-"""Vulkan conv / pool / lrn / batchnorm kernels and producer epilogues vs the
-CPU oracle, on lavapipe (or any Vulkan device) with the Khronos validation
-layer on and zero messages allowed; plus whole light models through
-`vknn.Session` on Vulkan vs the CPU backend (slow).
+"""Vulkan conv / conv_transpose / batchnorm / lrn / pool kernels and producer
+epilogues vs the CPU oracle, small ONNX graphs through the real pipeline on
+the test device (lavapipe here) with the Khronos validation layer on and zero
+messages allowed; which kernel and how many dispatches from the lowered
+`vkd` module; plus whole light models on Vulkan vs the CPU backend (slow).
 
-Bounds: fp32 max abs error <= 1e-4 * max|ref|; fp16 storage: cosine >= 0.999
-and no inf/NaN."""
+Bounds (`harness.check`): fp32 max abs error <= 1e-4 * max|ref|; fp16
+storage: cosine >= 0.999 and no inf/NaN."""
 
 from __future__ import annotations
 
@@ -13,97 +14,46 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.unit.vulkan.harness import (
+    check,
+    dispatches,
+    graph,
+    labels,
+    lowered,
+    node,
+    shaders,
+    vk_vs_cpu,
+)
+from vknn.errors import Unsupported
 from vknn.kernels import gate
-from vknn.kernels.epilogues import EPILOGUE_ATTR, attach_epilogues
-from vknn.runtime.cpu.executor import run_step
-from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
-from vknn.runtime.vulkan.caps import DeviceCaps
-
-# ---------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------
-
-
-def _out_conv(x: tuple[int, ...], w: tuple[int, ...], s, p, d) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
-    n = len(x) - 2
-    return (
-        x[0],
-        w[0],
-        *(((x[2 + i] + p[i] + p[n + i] - d[i] * (w[2 + i] - 1) - 1) // s[i] + 1) for i in range(n)),
-    )
-
-
-def conv_step(
-    x: tuple[int, ...], w: tuple[int, ...], *, stride=1, pad=0, dil=1, group=1, bias=True,
-    dtype="float32",
-) -> tuple[Step, dict[int, np.ndarray]]:  # fmt: skip  # type: ignore[no-untyped-def]
-    n = len(x) - 2
-    s = (stride,) * n if isinstance(stride, int) else tuple(stride)
-    p = (pad,) * (2 * n) if isinstance(pad, int) else tuple(pad)
-    d = (dil,) * n if isinstance(dil, int) else tuple(dil)
-    y = _out_conv(x, w, s, p, d)
-    step = Step(
-        "vx.conv", "conv", [0, 1, 2 if bias else NO_VALUE], [3], [TensorSpec("y", y, dtype)],
-        {"strides": s, "pads": p, "dilations": d, "group": group},
-    )  # fmt: skip
-    rng = np.random.default_rng(sum(x) + sum(w) + group)
-    fan = int(np.prod(w[1:]))
-    arrays = {
-        0: rng.standard_normal(x).astype(dtype),
-        1: (rng.standard_normal(w) / np.sqrt(fan)).astype(dtype),
-    }
-    if bias:
-        arrays[2] = rng.standard_normal(w[0]).astype(dtype) * 0.1
-    return step, arrays
-
-
-def cpu_ref(steps: list[Step], arrays: dict[int, np.ndarray], out: int) -> np.ndarray:
-    values: list[Any] = [None] * 64
-    for k, v in arrays.items():
-        values[k] = v
-    for s in steps:
-        run_step(s, values)
-    return np.asarray(values[out])
-
-
-def run_vk(
-    device, steps: list[Step], arrays: dict[int, np.ndarray], inputs: list[int], out: int,
-    precision: str = "high",
-) -> np.ndarray:  # fmt: skip  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
-    feeds = {s: arrays[s] for s in inputs}
-    consts = {s: a for s, a in arrays.items() if s not in feeds}
-    specs = {s: TensorSpec(f"in{s}", a.shape, a.dtype.name) for s, a in feeds.items()}
-    for st in steps:
-        in_specs = [
-            TensorSpec("", arrays[i].shape, arrays[i].dtype.name) if i in arrays else None
-            for i in st.inputs if i != NO_VALUE
-        ]  # fmt: skip
-        if all(s is not None for s in in_specs):
-            assert gate(st, device.caps, in_specs) is None  # type: ignore[arg-type]
-    with VulkanExecutor(device, steps, specs, [out], consts, precision=precision) as ex:
-        return ex.run(feeds)[out]
-
-
-def check(got: np.ndarray, want: np.ndarray, fp16: bool) -> None:
-    assert got.shape == want.shape
-    got64, want64 = got.astype(np.float64), want.astype(np.float64)
-    if fp16:
-        assert np.isfinite(got64).all()
-        cos = float(np.dot(got64.ravel(), want64.ravel())) / (
-            np.linalg.norm(got64) * np.linalg.norm(want64) + 1e-30
-        )
-        assert cos >= 0.999, cos
-    else:
-        err = float(np.max(np.abs(got64 - want64)))
-        assert err <= 1e-4 * max(float(np.max(np.abs(want64))), 1e-30), err
-
+from vknn.kernels.targets import PRESETS
+from vknn.runtime.plan import Step, TensorSpec
 
 PRECISIONS = ["high", "low"]
+LAYOUTS = ["nc4hw4", "flat"]
+"""Every kernel test runs in both device layouts: `nc4hw4` (the compiler packs
+rank-4 tensors of ops with NC4HW4 kernels where it pays, converting at the
+segment's edges) and `flat` (row-major everywhere)."""
 
 
-# `device` and `clean` come from tests/unit/vulkan/conftest.py.
+def _shaders_run(sess) -> set[str]:  # type: ignore[no-untyped-def]
+    """The shader families a session's program dispatches."""
+    from vknn.runtime.program import DispatchCmd, VulkanSegment
+
+    spec = sess.bucket.spec
+    used = {
+        c.kernel
+        for seg in spec.segments
+        if isinstance(seg, VulkanSegment)
+        for c in seg.commands
+        if isinstance(c, DispatchCmd)
+    }
+    return {sess.program.kernels[k].shader for k in used}
+
+
+def _kernel_labels(module) -> list[str]:  # type: ignore[no-untyped-def]
+    """Dispatch labels less the storage conversions (layout choices)."""
+    return [name for name in labels(module) if not name.startswith("convert ")]
 
 
 # ---------------------------------------------------------------------------
@@ -111,15 +61,21 @@ PRECISIONS = ["high", "low"]
 # ---------------------------------------------------------------------------
 
 
+def _conv_gate_step(x: tuple[int, ...], w: tuple[int, ...], dtype: str = "float32"):  # type: ignore[no-untyped-def]
+    n = len(x) - 2
+    y = (x[0], w[0], *(x[2 + i] - w[2 + i] + 1 for i in range(n)))
+    attrs = {"strides": (1,) * n, "pads": (0,) * (2 * n), "dilations": (1,) * n, "group": 1}
+    step = Step("vx.conv", "conv", [0, 1], [2], [TensorSpec("y", y, "float32")], attrs)
+    return step, [TensorSpec("x", x, dtype), TensorSpec("w", w, "float32")]
+
+
 def test_gates_refuse_with_reasons() -> None:
-    caps = DeviceCaps.lavapipe_like()
-    step, arrays = conv_step((1, 4, 5, 5, 5), (8, 4, 3, 3, 3))
-    specs = [TensorSpec("", a.shape, a.dtype.name) for a in arrays.values()]
+    caps = PRESETS["lavapipe"]
+    step, specs = _conv_gate_step((1, 4, 5, 5, 5), (8, 4, 3, 3, 3))
     assert gate(step, caps, specs) == "Conv: 3-D convolutions are not supported on Vulkan yet"
-    step, arrays = conv_step((1, 4, 9, 9), (8, 4, 3, 3))
-    specs = [TensorSpec("", a.shape, a.dtype.name) for a in arrays.values()]
+    step, specs = _conv_gate_step((1, 4, 9, 9), (8, 4, 3, 3))
     assert gate(step, caps, specs) is None
-    specs[0] = TensorSpec("", specs[0].shape, "int32")
+    step, specs = _conv_gate_step((1, 4, 9, 9), (8, 4, 3, 3), "int32")
     why = gate(step, caps, specs)
     assert why is not None and why.startswith("Conv: ")
     pool = Step(
@@ -130,9 +86,43 @@ def test_gates_refuse_with_reasons() -> None:
     assert "3-D pools" in (gate(pool, caps) or "")
 
 
+def test_refused_3d_conv_and_pool_name_the_node(session_device) -> None:  # type: ignore[no-untyped-def]
+    """Through the front door with fallback off: one clear error naming the op."""
+    from tests.unit.vulkan.harness import vk_session
+
+    w = np.ones((8, 4, 3, 3, 3), np.float32)
+    conv = graph([node("Conv", ["x", "w"], ["y"])], {"x": ((1, 4, 5, 5, 5), "float32")}, ["y"],
+                 {"w": w})  # fmt: skip
+    with pytest.raises(Unsupported, match="3-D convolutions"):
+        vk_session(conv)
+    pool = graph([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2])],
+                 {"x": ((1, 2, 3, 3, 3), "float32")}, ["y"])  # fmt: skip
+    with pytest.raises(Unsupported, match="3-D pools"):
+        vk_session(pool)
+
+
 # ---------------------------------------------------------------------------
 # Conv
 # ---------------------------------------------------------------------------
+
+
+def conv_model(
+    x: tuple[int, ...], w: tuple[int, ...], *, stride=1, pad=0, dil=1, group=1, bias=True,
+) -> tuple[Any, dict[str, np.ndarray]]:  # fmt: skip  # type: ignore[no-untyped-def]
+    """A one-Conv model (weights and bias as initializers) and its input."""
+    n = len(x) - 2
+    s = [stride] * n if isinstance(stride, int) else list(stride)
+    p = [pad] * (2 * n) if isinstance(pad, int) else list(pad)
+    d = [dil] * n if isinstance(dil, int) else list(dil)
+    rng = np.random.default_rng(sum(x) + sum(w) + group)
+    fan = int(np.prod(w[1:]))
+    feeds = {"x": rng.standard_normal(x).astype(np.float32)}
+    inits = {"w": (rng.standard_normal(w) / np.sqrt(fan)).astype(np.float32)}
+    if bias:
+        inits["b"] = rng.standard_normal(w[0]).astype(np.float32) * 0.1
+    conv = node("Conv", ["x", *inits], ["y"], strides=s, pads=p, dilations=d, group=group)
+    return graph([conv], {"x": (x, "float32")}, ["y"], inits), feeds
+
 
 CONV_CASES = [
     # (x, w, kwargs) — 1x1 (GEMM fast path), k x k, strided, dilated, padded,
@@ -153,23 +143,18 @@ CONV_CASES = [
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("x,w,kw", CONV_CASES)
-def test_conv(clean, x, w, kw, precision: str) -> None:  # type: ignore[no-untyped-def]
-    step, arrays = conv_step(x, w, **kw)
-    want = cpu_ref([step], arrays, 3)
-    got = run_vk(clean, [step], arrays, [0], 3, precision)
-    check(got, want, precision != "high")
+def test_conv(session_device, x, w, kw, precision: str) -> None:  # type: ignore[no-untyped-def]
+    model, feeds = conv_model(x, w, **kw)
+    for layout in LAYOUTS:
+        got, want, sess = vk_vs_cpu(model, feeds, precision=precision, device_layout=layout)
+        assert _shaders_run(sess) & {"conv", "conv_direct"}
+        check(got["y"], want["y"], precision != "high")
 
 
-def test_conv_1x1_uses_the_gemm_and_dw_the_direct_kernel(clean) -> None:  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
+def test_conv_1x1_uses_the_gemm_and_dw_the_direct_kernel() -> None:
     for w, group, shader in (((32, 16, 1, 1), 1, "conv"), ((16, 1, 3, 3), 16, "conv_direct")):
-        step, arrays = conv_step((1, 16, 8, 8), w, group=group, pad=(w[2] // 2))
-        specs = {0: TensorSpec("x", arrays[0].shape, "float32")}
-        consts = {k: v for k, v in arrays.items() if k}
-        with VulkanExecutor(clean, [step], specs, [3], consts) as ex:
-            names = {p.key.shader for p in ex.pipelines.all()}
-            assert shader in names
+        model, _ = conv_model((1, 16, 8, 8), w, group=group, pad=w[2] // 2)
+        assert [f for f in shaders(lowered(model)) if f != "convert_storage"] == [shader]
 
 
 # ---------------------------------------------------------------------------
@@ -177,7 +162,9 @@ def test_conv_1x1_uses_the_gemm_and_dw_the_direct_kernel(clean) -> None:  # type
 # ---------------------------------------------------------------------------
 
 CONVT_CASES = [
-    # (x, w [C, M/g, k...], strides, pads, output_padding, dilations, group)
+    # (x, w [C, M/g, k...], strides, pads, output_padding, dilations, group):
+    # none of them the subpixel rewrite's (stride not dividing the kernel,
+    # groups, 1-D), so the conv_transpose kernel runs each
     ((1, 8, 5, 5), (8, 6, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), (1, 1), 1),
     ((1, 6, 4, 7), (6, 2, 4, 3), (2, 1), (0, 1, 2, 0), (0, 0), (1, 2), 3),
     ((2, 4, 9), (4, 5, 3), (3,), (1, 0), (2,), (1,), 1),
@@ -186,87 +173,82 @@ CONVT_CASES = [
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("x,w,s,p,op,d,g", CONVT_CASES)
-def test_conv_transpose(clean, x, w, s, p, op, d, g, precision: str) -> None:  # type: ignore[no-untyped-def]
-    n = len(x) - 2
-    out = (
-        x[0],
-        w[1] * g,
-        *(
-            s[i] * (x[2 + i] - 1) + op[i] + d[i] * (w[2 + i] - 1) + 1 - p[i] - p[n + i]
-            for i in range(n)
-        ),
-    )
-    step = Step(
-        "vx.conv_transpose", "ct", [0, 1, 2], [3], [TensorSpec("y", out, "float32")],
-        {"strides": s, "pads": p, "dilations": d, "output_padding": op, "group": g},
-    )  # fmt: skip
+def test_conv_transpose(session_device, x, w, s, p, op, d, g, precision: str) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(5)
-    arrays = {
-        0: rng.standard_normal(x).astype(np.float32),
-        1: rng.standard_normal(w).astype(np.float32) * 0.3,
-        2: rng.standard_normal(w[1] * g).astype(np.float32),
+    inits = {
+        "w": rng.standard_normal(w).astype(np.float32) * 0.3,
+        "b": rng.standard_normal(w[1] * g).astype(np.float32),
     }
-    check(
-        run_vk(clean, [step], arrays, [0], 3, precision),
-        cpu_ref([step], arrays, 3),
-        precision != "high",
-    )
+    ct = node("ConvTranspose", ["x", "w", "b"], ["y"], strides=list(s), pads=list(p),
+              output_padding=list(op), dilations=list(d), group=g)  # fmt: skip
+    model = graph([ct], {"x": (x, "float32")}, ["y"], inits)
+    feeds = {"x": rng.standard_normal(x).astype(np.float32)}
+    for layout in LAYOUTS:
+        got, want, sess = vk_vs_cpu(model, feeds, precision=precision, device_layout=layout)
+        assert "conv_transpose" in _shaders_run(sess)
+        check(got["y"], want["y"], precision != "high")
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_batchnorm(clean, precision: str) -> None:  # type: ignore[no-untyped-def]
+def test_batchnorm(session_device, precision: str) -> None:  # type: ignore[no-untyped-def]
+    """Parameters computed in the graph (inputs here) keep the batchnorm
+    kernel; constant ones become a folded mul + add (lower-batchnorm)."""
     rng = np.random.default_rng(2)
     c = 6
-    arrays = {
-        0: rng.standard_normal((2, c, 5, 3)).astype(np.float32),
-        1: rng.uniform(0.5, 1.5, c).astype(np.float32),
-        2: rng.standard_normal(c).astype(np.float32),
-        3: rng.standard_normal(c).astype(np.float32),
-        4: rng.uniform(0.5, 1.5, c).astype(np.float32),
+    feeds = {
+        "x": rng.standard_normal((2, c, 5, 3)).astype(np.float32),
+        "scale": rng.uniform(0.5, 1.5, c).astype(np.float32),
+        "bias": rng.standard_normal(c).astype(np.float32),
+        "mean": rng.standard_normal(c).astype(np.float32),
+        "var": rng.uniform(0.5, 1.5, c).astype(np.float32),
     }
-    y = TensorSpec("y", (2, c, 5, 3), "float32")
-    step = Step("vx.batchnorm", "bn", [0, 1, 2, 3, 4], [5], [y], {"epsilon": 1e-5})
-    check(
-        run_vk(clean, [step], arrays, [0], 5, precision),
-        cpu_ref([step], arrays, 5),
-        precision != "high",
-    )
+    bn = node("BatchNormalization", list(feeds), ["y"], epsilon=1e-5)
+    ins = {k: (v.shape, "float32") for k, v in feeds.items()}
+    for layout in LAYOUTS:
+        got, want, sess = vk_vs_cpu(
+            graph([bn], ins, ["y"]), feeds, precision=precision, device_layout=layout
+        )
+        assert _shaders_run(sess) - {"convert_storage"} == {"conv_bn"}
+        check(got["y"], want["y"], precision != "high")
+    # The same batchnorm with constant parameters: folded into elementwise ops.
+    x = feeds.pop("x")
+    const = graph([bn], {"x": (x.shape, "float32")}, ["y"], feeds)
+    got, want, sess = vk_vs_cpu(const, {"x": x}, precision=precision)
+    assert "conv_bn" not in _shaders_run(sess)
+    check(got["y"], want["y"], precision != "high")
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("shape,size", [((1, 10, 4, 5), 5), ((2, 7, 6), 4), ((1, 3, 2, 2), 1)])
-def test_lrn(clean, shape, size: int, precision: str) -> None:  # type: ignore[no-untyped-def]
+def test_lrn(session_device, shape, size: int, precision: str) -> None:  # type: ignore[no-untyped-def]
     x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
-    step = Step("vx.lrn", "lrn", [0], [1], [TensorSpec("y", shape, "float32")],
-                {"size": size, "alpha": 1e-2, "beta": 0.75, "bias": 1.5})  # fmt: skip
-    check(
-        run_vk(clean, [step], {0: x}, [0], 1, precision),
-        cpu_ref([step], {0: x}, 1),
-        precision != "high",
-    )
+    lrn = node("LRN", ["x"], ["y"], size=size, alpha=1e-2, beta=0.75, bias=1.5)
+    model = graph([lrn], {"x": (shape, "float32")}, ["y"])
+    for layout in LAYOUTS:
+        got, want, sess = vk_vs_cpu(model, {"x": x}, precision=precision, device_layout=layout)
+        assert "lrn" in _shaders_run(sess)
+        check(got["y"], want["y"], precision != "high")
 
 
 # ---------------------------------------------------------------------------
 # Pool
 # ---------------------------------------------------------------------------
 
+POOL_OPS = {"max": "MaxPool", "avg": "AveragePool", "lp": "LpPool"}
 
-def pool_step(x: tuple[int, ...], kind: str, k, s, p, d=None, ceil=False, cip=False, lp=None):  # type: ignore[no-untyped-def]
-    n = len(k)
-    d = d or (1,) * n
-    out = []
-    for i in range(n):
-        span = d[i] * (k[i] - 1) + 1
-        size = x[2 + i] + p[i] + p[n + i] - span
-        o = (-(-size // s[i]) if ceil else size // s[i]) + 1
-        if ceil and (o - 1) * s[i] >= x[2 + i] + p[i]:
-            o -= 1
-        out.append(o)
-    attrs = {"kind": kind, "kernel": tuple(k), "strides": tuple(s), "pads": tuple(p),
-             "dilations": tuple(d), "ceil_mode": ceil, "count_include_pad": cip}  # fmt: skip
+
+def pool_model(x: tuple[int, ...], kind: str, k, s, p, d=None, ceil=False, cip=False, lp=None):  # type: ignore[no-untyped-def]
+    attrs: dict[str, Any] = {"kernel_shape": list(k), "strides": list(s), "pads": list(p)}
+    if d is not None:
+        attrs["dilations"] = list(d)
+    if ceil:
+        attrs["ceil_mode"] = 1
+    if cip:
+        attrs["count_include_pad"] = 1
     if lp is not None:
         attrs["p"] = lp
-    return Step("vx.pool", "pool", [0], [1], [TensorSpec("y", (*x[:2], *out), "float32")], attrs)
+    pool = node(POOL_OPS[kind], ["x"], ["y"], **attrs)
+    return graph([pool], {"x": (x, "float32")}, ["y"], opset=18)
 
 
 POOL_CASES = [
@@ -289,151 +271,139 @@ POOL_CASES = [
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("x,kind,k,s,p,d,ceil,cip,lp", POOL_CASES)
-def test_pool(clean, x, kind, k, s, p, d, ceil, cip, lp, precision: str) -> None:  # type: ignore[no-untyped-def]
-    step = pool_step(x, kind, k, s, p, d, ceil, cip, lp)
-    arr = {0: np.random.default_rng(4).standard_normal(x).astype(np.float32)}
-    check(
-        run_vk(clean, [step], arr, [0], 1, precision), cpu_ref([step], arr, 1), precision != "high"
-    )
+def test_pool(session_device, x, kind, k, s, p, d, ceil, cip, lp, precision: str) -> None:  # type: ignore[no-untyped-def]
+    model = pool_model(x, kind, k, s, p, d, ceil, cip, lp)
+    feeds = {"x": np.random.default_rng(4).standard_normal(x).astype(np.float32)}
+    family = "pool_global" if tuple(k) == tuple(x[2:]) else "pool"
+    for layout in LAYOUTS:
+        got, want, sess = vk_vs_cpu(model, feeds, precision=precision, device_layout=layout)
+        assert family in _shaders_run(sess)
+        check(got["y"], want["y"], precision != "high")
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+def test_global_pool_ops(session_device, op: str) -> None:  # type: ignore[no-untyped-def]
+    x = np.random.default_rng(6).standard_normal((2, 9, 7, 5)).astype(np.float32)
+    model = graph([node(op, ["x"], ["y"])], {"x": (x.shape, "float32")}, ["y"])
+    got, want, sess = vk_vs_cpu(model, {"x": x})
+    assert "pool_global" in _shaders_run(sess)
+    check(got["y"], want["y"], False)
 
 
 # ---------------------------------------------------------------------------
-# Epilogues
+# Epilogues: pointwise tails merged into their producer's dispatch
 # ---------------------------------------------------------------------------
 
 
-def _body(ops: list[tuple[str, list[int], dict[str, Any]]], nargs: int) -> list[Step]:
-    """A fused body: ops over local slots (args first, then one per op)."""
-    out, slot = [], nargs
-    for op, ins, attrs in ops:
-        if op == "vx.yield":
-            out.append(Step(op, op, ins, [], [], {}))
-            continue
-        out.append(Step(op, op, ins, [slot], [TensorSpec(op, (), "float32")], attrs))
-        slot += 1
-    return out
+def _inits(model) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+    from onnx import numpy_helper
+
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
-def _epilogue(inputs: list[int], out: int, shape: tuple[int, ...], body: list[Step]) -> Step:
-    return Step(
-        "vx.fused_pointwise", "epi", inputs, [out], [TensorSpec("z", shape, "float32")],
-        {"vx.epilogue": True, "vx.fused_names": ["add", "relu"]}, body,
-    )  # fmt: skip
-
-
-RELU_ADD = [  # max(v + e1 * e2, 0): a residual add scaled per channel, then ReLU
-    ("arith.mulf", [1, 2], {}),
-    ("arith.addf", [0, 3], {}),
-    ("arith.constant", [], {"value": 0.0}),
-    ("arith.maximumf", [4, 5], {}),
-    ("vx.yield", [6], {}),
-]
+def _conv_residual(w: tuple[int, ...]):  # type: ignore[no-untyped-def]
+    """max(conv(x) + res * chan, 0): a residual scaled per channel, then ReLU."""
+    group = 8 if w[1] == 1 else 1
+    conv, feeds = conv_model((1, 8, 9, 9), w, pad=1, group=group)
+    rng = np.random.default_rng(9)
+    shape = (1, w[0], 9, 9)
+    feeds["res"] = rng.standard_normal(shape).astype(np.float32)
+    chan = rng.standard_normal((1, w[0], 1, 1)).astype(np.float32)
+    nodes = [
+        *conv.graph.node,
+        node("Mul", ["res", "chan"], ["m"]),
+        node("Add", ["y", "m"], ["a"]),
+        node("Relu", ["a"], ["z"]),
+    ]
+    ins = {"x": ((1, 8, 9, 9), "float32"), "res": (shape, "float32")}
+    return graph(nodes, ins, ["z"], _inits(conv) | {"chan": chan}), feeds
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("w", [(16, 8, 3, 3), (8, 1, 3, 3)])
-def test_conv_epilogue_attached(clean, w, precision: str) -> None:  # type: ignore[no-untyped-def]
-    group = 8 if w[1] == 1 else 1
-    step, arrays = conv_step((1, 8, 9, 9), w, pad=1, group=group)
-    shape = step.out_specs[0].shape
-    rng = np.random.default_rng(9)
-    arrays[4] = rng.standard_normal(shape).astype(np.float32)  # residual
-    arrays[5] = rng.standard_normal((1, shape[1], 1, 1)).astype(np.float32)  # per channel
-    epi = _epilogue([3, 4, 5], 6, shape, _body(RELU_ADD, 3))
-    steps = [step, epi]
-    for s in steps:
-        s.backend = "vulkan"
-    specs = {k: TensorSpec("", a.shape, a.dtype.name) for k, a in arrays.items()}
-    merged = attach_epilogues(steps, specs, clean.caps)
-    assert len(merged) == 1 and EPILOGUE_ATTR in merged[0].attrs
-    assert merged[0].outputs == [6] and merged[0].inputs[-2:] == [4, 5]
-    want = cpu_ref(steps, arrays, 6)
-    got = run_vk(clean, merged, arrays, [0, 4], 6, precision)
-    check(got, want, precision != "high")
+def test_conv_epilogue_attached(session_device, w, precision: str) -> None:  # type: ignore[no-untyped-def]
+    model, feeds = _conv_residual(w)
+    (d,) = dispatches(lowered(model))
+    assert d.attributes["onnx.name"].data == "Conv_0,Mul_1,Add_2,Relu_3"  # type: ignore[attr-defined]
+    # x, weight, bias, y, then the epilogue's residual and per-channel scale.
+    extra = [op.type.get_shape() for op in d.operands[-2:]]  # type: ignore[attr-defined]
+    assert extra == [(1, w[0], 9, 9), (1, w[0], 1, 1)], extra
+    for layout in LAYOUTS:
+        got, want, sess = vk_vs_cpu(model, feeds, precision=precision, device_layout=layout)
+        assert _shaders_run(sess) - {"convert_storage"} == {"conv" if w[1] > 1 else "conv_direct"}
+        check(got["z"], want["z"], precision != "high")
 
 
 @pytest.mark.parametrize("global_", [False, True])
-def test_pool_epilogue_attached(clean, global_: bool) -> None:  # type: ignore[no-untyped-def]
+def test_pool_epilogue_attached(session_device, global_: bool) -> None:  # type: ignore[no-untyped-def]
     x = (1, 6, 7, 7)
-    k = (7, 7) if global_ else (3, 3)
-    pool = pool_step(x, "avg", k, (1, 1), (0, 0, 0, 0))
-    shape = pool.out_specs[0].shape
-    body = _body([("math.tanh", [0], {}), ("arith.mulf", [2, 1], {}), ("vx.yield", [3], {})], 2)
-    epi = _epilogue([1, 2], 3, shape, body)
+    k = [7, 7] if global_ else [3, 3]
     rng = np.random.default_rng(1)
-    arrays = {0: rng.standard_normal(x).astype(np.float32),
-              2: rng.standard_normal((shape[1], 1, 1)).astype(np.float32)}  # fmt: skip
-    steps = [pool, epi]
-    for s in steps:
-        s.backend = "vulkan"
-    specs = {k_: TensorSpec("", a.shape, a.dtype.name) for k_, a in arrays.items()}
-    merged = attach_epilogues(steps, specs, clean.caps)
-    assert len(merged) == 1
-    check(run_vk(clean, merged, arrays, [0], 3), cpu_ref(steps, arrays, 3), False)
+    chan = rng.standard_normal((6, 1, 1)).astype(np.float32)
+    nodes = [
+        node("AveragePool", ["x"], ["p"], kernel_shape=k),
+        node("Tanh", ["p"], ["t"]),
+        node("Mul", ["t", "chan"], ["y"]),
+    ]
+    model = graph(nodes, {"x": (x, "float32")}, ["y"], {"chan": chan})
+    pools = [d for d in dispatches(lowered(model)) if "Pool" in d.label.data]
+    assert [d.attributes["onnx.name"].data for d in pools] == ["AveragePool_0,Tanh_1,Mul_2"]  # type: ignore[attr-defined]
+    feeds = {"x": rng.standard_normal(x).astype(np.float32)}
+    for layout in LAYOUTS:
+        got, want, sess = vk_vs_cpu(model, feeds, device_layout=layout)
+        assert _shaders_run(sess) - {"convert_storage"} == {"pool_global" if global_ else "pool"}
+        check(got["y"], want["y"], False)
 
 
-def test_attach_leaves_what_it_cannot_merge() -> None:
-    step, arrays = conv_step((1, 8, 9, 9), (16, 8, 3, 3), pad=1)
-    shape = step.out_specs[0].shape
-    relu = _body([("arith.constant", [], {"value": 0.0}), ("arith.maximumf", [0, 1], {}),
-                  ("vx.yield", [2], {})], 1)  # fmt: skip
-    epi = _epilogue([3], 4, shape, relu)
-    other = Step("vx.unary", "u", [3], [5], [TensorSpec("u", shape, "float32")], {"kind": "relu"})
-    for s in (step, epi, other):
-        s.backend = "vulkan"
-    # A second reader of the conv's output: no merge.
-    assert len(attach_epilogues([step, epi, other])) == 3
-    # The producer on the CPU: no merge.
-    step.backend = "cpu"
-    assert len(attach_epilogues([step, epi])) == 2
-    step.backend = "vulkan"
-    merged = attach_epilogues([step, epi])
-    assert len(merged) == 1 and merged[0].attrs[EPILOGUE_ATTR]["nodes"] == ["add", "relu"]
+def _conv_nodes(module) -> str:  # type: ignore[no-untyped-def]
+    """The ONNX nodes the one conv dispatch of `module` computes."""
+    (d,) = [d for d in dispatches(module) if d.attributes["vkd.kind"].data == "Conv"]  # type: ignore[attr-defined]
+    return d.attributes["onnx.name"].data  # type: ignore[attr-defined, no-any-return]
+
+
+def test_epilogues_are_left_where_they_cannot_merge(session_device) -> None:  # type: ignore[no-untyped-def]
+    model, feeds = conv_model((1, 8, 9, 9), (16, 8, 3, 3), pad=1)
+    conv, inits = list(model.graph.node), _inits(model)
+    ins = {"x": ((1, 8, 9, 9), "float32")}
+    relu = node("Relu", ["y"], ["r"])
+    # Merged: conv + ReLU in one dispatch.
+    merged = graph([*conv, relu], ins, ["r"], inits)
+    assert _kernel_labels(lowered(merged)) == ["Conv_0 (Conv gemm)"]
+    assert _conv_nodes(lowered(merged)) == "Conv_0,Relu_1"
+    # A second reader of the conv's output: the conv's result is stored.
+    two = graph([*conv, relu, node("Neg", ["y"], ["n"])], ins, ["r", "n"], inits)
+    assert _conv_nodes(lowered(two)) == "Conv_0"
+    got, want, _ = vk_vs_cpu(two, feeds)
+    for k in want:
+        check(got[k], want[k], False)
+    # The producer on the CPU: the ReLU runs on Vulkan by itself.
+    got, want, sess = vk_vs_cpu(merged, feeds, disable_vk_ops="Conv", allow_cpu_fallback=True,
+                                fold_gpu_islands=0)  # fmt: skip
+    assert sess.node_backends() == {"Conv_0": "cpu", "Relu_1": "vulkan"}
+    assert sess.dispatch_count() == 1
+    check(got["r"], want["r"], False)
 
 
 # ---------------------------------------------------------------------------
-# Whole models: Vulkan (+ CPU fallback) vs the CPU backend
+# Whole models: Vulkan vs the CPU backend
 # ---------------------------------------------------------------------------
-
-
-def _with_epilogues(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Run `attach_epilogues` where the session cuts segments (what the
-    session will do once it calls the transform itself)."""
-    import vknn.runtime.partition as partition
-
-    from vknn.runtime.vulkan.context import shared_device
-
-    original = partition.make_segments
-    device, _, _ = shared_device()
-
-    def make_segments(plan):  # type: ignore[no-untyped-def]
-        caps = device.caps if device is not None else None
-        plan.steps = attach_epilogues(plan.steps, partition.slot_specs(plan), caps)
-        return original(plan)
-
-    monkeypatch.setattr(partition, "make_segments", make_segments)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("epilogues", [False, True])
 @pytest.mark.parametrize("name", ["squeezenet", "resnet50"])
-def test_light_model_on_vulkan(monkeypatch, name: str, epilogues: bool) -> None:  # type: ignore[no-untyped-def]
+def test_light_model_on_vulkan(session_device, name: str) -> None:  # type: ignore[no-untyped-def]
     import vknn
     from tests.unit.models import cosine_and_error, light_model, model_inputs
 
     model = light_model(f"light_{name}.onnx")
     feeds = model_inputs(model, {})
-    if epilogues:
-        _with_epilogues(monkeypatch)
     sess = vknn.Session(model)
-    if sess.segments and all(s.backend != "vulkan" for s in sess.segments):
-        pytest.skip("no Vulkan device")
     cpu = vknn.Session(model, vknn.Config(backends=("cpu",)))
     fallbacks = sess.fallback_reasons()
     print(f"{name}: {len(fallbacks)} node(s) on the CPU: {fallbacks}")
     assert not fallbacks
-    if epilogues:
-        assert not any(s.op == "vx.fused_pointwise" for s in sess.plan.steps)
+    # Every pointwise tail of a conv / pool rides in its producer's dispatch.
+    assert "fused_pointwise" not in _shaders_run(sess)
     got, want = sess.run(feeds), cpu.run(feeds)
     for k, ref in want.items():
         cos, max_err, _ = cosine_and_error(ref, got[k])
