@@ -97,7 +97,7 @@ def conversions(module: Any) -> list[str]:
     return [d.label.removeprefix("convert ") for d in dispatches(module) if d.is_convert]
 
 
-def _root(value: Any) -> Any:
+def root(value: Any) -> Any:
     """The buffer a (sub)view is of."""
     from vknn.dialects.vkd import SubviewOp
 
@@ -111,8 +111,8 @@ def boundary_buffers(module: Any) -> tuple[set[Any], set[Any]]:
     inputs and outputs as they sit on the device."""
     from vknn.dialects.vkd import DownloadOp, UploadOp
 
-    ups = {_root(op.dest) for op in module.walk() if isinstance(op, UploadOp)}
-    downs = {_root(op.source) for op in module.walk() if isinstance(op, DownloadOp)}
+    ups = {root(op.dest) for op in module.walk() if isinstance(op, UploadOp)}
+    downs = {root(op.source) for op in module.walk() if isinstance(op, DownloadOp)}
     return ups, downs
 
 
@@ -146,6 +146,121 @@ def is_boundary_conversion(module: Any, d: Dispatch) -> bool:
     """A conversion of a segment input (reads an uploaded buffer) or of a
     segment output (writes a downloaded one)."""
     ups, downs = boundary_buffers(module)
-    return any(_root(b.value) in ups for b in d.reads) or any(
-        _root(b.value) in downs for b in d.writes
+    return any(root(b.value) in ups for b in d.reads) or any(
+        root(b.value) in downs for b in d.writes
     )
+
+
+# -- the storage decisions (the module after `assign-storage`) ------------------
+
+
+def stages(
+    model: onnx.ModelProto,
+    target: Any = "lavapipe",
+    dims: dict[str, int] | None = None,
+    **options: Any,
+) -> tuple[Any, Any]:
+    """(the module after `assign-storage`, the final `vkd` module) of one
+    compile. The first is what `convert-vx-to-vkd` lowers: each Vulkan op
+    with its `vkd.variant`, `vkd.storage` (result forms such as "f16:flat")
+    and `vkd.fp32_rules`, each conversion a `vkd.convert`. `target`: a
+    preset name or a `Target`; `options`: `LoweringOptions` fields."""
+    from vknn.compiler import LoweringOptions, graph_pipeline, import_any, lower
+    from vknn.kernels.targets import target as named
+
+    seen: list[Any] = []
+    module = graph_pipeline(import_any(model), dims=dims)
+    t = named(target) if isinstance(target, str) else target
+    lower(module, LoweringOptions(**options), t, before_convert=lambda m: seen.append(m.clone()))
+    assert seen, "nothing was lowered for Vulkan"
+    return seen[0], module
+
+
+def storage_module(model: onnx.ModelProto, target: Any = "lavapipe", **options: Any) -> Any:
+    """The module after `assign-storage` (`stages`)."""
+    return stages(model, target, **options)[0]
+
+
+def _strings(op: Any, key: str) -> tuple[str, ...]:
+    a = op.attributes.get(key)
+    return tuple(x.data for x in a.data) if a is not None else ()
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A Vulkan op after `assign-storage`."""
+
+    op: Any
+    nodes: tuple[str, ...]
+    """The ONNX nodes it computes (a merged epilogue's too)."""
+    variant: str
+    storage: tuple[str, ...]
+    rules: tuple[str, ...]
+
+    @property
+    def kept(self) -> bool:
+        """A precision rule keeps its result in fp32."""
+        return bool(self.rules)
+
+
+def _nodes(op: Any) -> tuple[str, ...]:
+    for key in ("vkd.nodes", "onnx.name"):
+        if key in op.attributes:
+            return tuple(op.attributes[key].data.split(","))
+    return ()
+
+
+def placed(module: Any) -> list[Placed]:
+    """Every op of the Vulkan segments that runs a kernel, in order."""
+    from vknn.dialects import vkd
+
+    out = []
+    for seg in module.walk():
+        if not (isinstance(seg, vkd.SegmentOp) and seg.backend.data == "vulkan"):
+            continue
+        for op in seg.body.block.ops:
+            v = op.attributes.get("vkd.variant")
+            if v is None:
+                continue
+            out.append(Placed(op, _nodes(op), v.data, _strings(op, "vkd.storage"),
+                              _strings(op, "vkd.fp32_rules")))  # fmt: skip
+    return out
+
+
+def producer(value: Any) -> Any:
+    """The op computing `value` through views, aliases and reshapes (which
+    share its storage); None: a segment input."""
+    from xdsl.ir import Operation
+
+    from vknn.dialects import vkd
+
+    owner = value.owner
+    while isinstance(owner, vkd.ViewOp | vkd.AliasOp) or getattr(owner, "name", "") == "vx.reshape":
+        owner = owner.operands[0].owner
+    return owner if isinstance(owner, Operation) else None
+
+
+def converts(module: Any) -> list[tuple[str, str, str, Any]]:
+    """(tensor name, from form, to form, the op) of every `vkd.convert`."""
+    from vknn.dialects import vkd
+    from vknn.transforms.segment_steps import value_name
+
+    return [
+        (value_name(op.source), op.from_form.data, op.to_form.data, op)
+        for op in module.walk()
+        if isinstance(op, vkd.ConvertOp)
+    ]
+
+
+def arg_storage(module: Any) -> dict[str, str]:
+    """Segment input name -> its storage form on the device."""
+    from vknn.dialects import vkd
+    from vknn.transforms.segment_steps import value_name
+
+    out = {}
+    for seg in module.walk():
+        if isinstance(seg, vkd.SegmentOp) and seg.backend.data == "vulkan":
+            forms = _strings(seg, "vkd.arg_storage")
+            for arg, form in zip(seg.body.block.args, forms, strict=True):
+                out[value_name(arg)] = form
+    return out
