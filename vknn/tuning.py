@@ -50,7 +50,7 @@ from vknn.kernels.records import Dispatch, TensorRef
 from vknn.kernels.shaders import ShaderError, kernel_spirv
 from vknn.kernels.spirv import fastmath_float_types
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
-from vknn.runtime.program import BarrierCmd, DispatchCmd, Range
+from vknn.runtime.program import STAGE_COMPUTE, BarrierCmd, DispatchCmd, Range
 from vknn.runtime.target import Target as DeviceCaps
 from vknn.runtime.vulkan.commands import CommandProgram, copy_once
 from vknn.runtime.vulkan.device import Device, VulkanError, check, ffi, lib, vk
@@ -270,18 +270,23 @@ def _commands(
     ops: list[Dispatch], pipelines: Pipelines, caps: DeviceCaps
 ) -> tuple[list[Any], list[Buffer], list[Any]]:
     """Recorded dispatches as a program's commands over their own buffers, a
-    full barrier wherever the op's pass changes (split-K: partials, then sum)."""
+    barrier wherever the op's pass changes (split-K: partials, then sum) over
+    the ranges the passes before wrote: a barrier listing no range is an
+    execution dependency only (`commands.py`), which would let the sum read
+    partials not yet visible."""
     buffers: list[Buffer] = []
     index: dict[int, int] = {}
     kernels: dict[Any, int] = {}
     pipes: list[Any] = []
     commands: list[Any] = []
+    written: list[Range] = []
     last_pass: Any = None
     types = fastmath_float_types(caps)
     for op in ops:
         key = (int(op.op_index), getattr(op.op_index, "phase", 0))
-        if last_pass is not None and key != last_pass:
-            commands.append(BarrierCmd(1, 1, ()))
+        if last_pass is not None and key != last_pass and written:
+            commands.append(BarrierCmd(STAGE_COMPUTE, STAGE_COMPUTE, tuple(dict.fromkeys(written))))
+            written = []
         last_pass = key
         k = op.kernel
         if k not in kernels:
@@ -301,6 +306,8 @@ def _commands(
                 index[id(b.buffer)] = len(buffers)
                 buffers.append(b.buffer)  # type: ignore[arg-type]
             binds.append(Range(index[id(b.buffer)], b.offset, b.nbytes))
+            if b.write:
+                written.append(binds[-1])
         commands.append(DispatchCmd(kernels[k], tuple(binds), op.push, op.groups, op.label, "", ""))
     return commands, buffers, pipes
 
