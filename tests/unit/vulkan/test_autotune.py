@@ -514,6 +514,8 @@ def test_tuning_through_staging(session_device) -> None:  # type: ignore[no-unty
     ((report,),) = [reports]
     assert report.kernels == 1 and len(table) == 1
     program = Program.decode(module_to_program(module))
+    memories = {m for seg in program.buckets[0].segments for m, _ in getattr(seg, "arenas", ())}
+    assert "staging" in memories, memories
     exe = Executable(program, device, pipelines)
     try:
         got = exe.run(0, feeds)
