@@ -214,12 +214,17 @@ class ModelCache:
     def _load(self, data: bytes) -> str | None:
         try:
             outer = msgpack.unpackb(data, raw=False, strict_map_key=True)
-        except Exception:
-            return "not a VKNN model cache" if not data.startswith(b"\x84") else "corrupt"
+        except Exception as e:
+            if not data.startswith(b"\x84"):
+                return "not a VKNN model cache"
+            return "truncated" if "incomplete" in str(e) else "corrupt"
         if not isinstance(outer, dict) or outer.get("magic") != MAGIC:
             return "not a VKNN model cache"
         if outer.get("format") != FORMAT_VERSION:
-            return "written by another VKNN version"
+            return (
+                f"written by another VKNN version (format {outer.get('format')!r}, "
+                f"this VKNN reads {FORMAT_VERSION})"
+            )
         payload, mac = outer.get("payload"), outer.get("mac")
         if not isinstance(payload, bytes) or not isinstance(mac, str):
             return "corrupt"
