@@ -54,7 +54,10 @@ def _targets(args: argparse.Namespace) -> list[tuple[object, str]]:
     names = args.target or ["from-device"]
     out: list[tuple[object, str]] = []
     for name in names:
-        if name == "from-device" and "vulkan" in args.backends:
+        if name == "from-device" and "vulkan" not in args.backends:
+            out.append((None, ""))  # nothing runs on a GPU: no device is opened
+            continue
+        if name == "from-device":
             from vknn.runtime.vulkan.context import shared_device
 
             device, _, why = shared_device()
@@ -178,6 +181,7 @@ def _write_compiled(  # type: ignore[no-untyped-def]
 
         meta = _model_metadata(args.model)
         programs = [module_to_program(m, meta) for m in lowered]
+        _check_distinct_buckets(programs[0], args.bucket)
         created = (
             f"vknn compile {args.model} --precision {args.precision}"
             + "".join(f" --target {t}" for t in args.target)
@@ -197,6 +201,21 @@ def _write_compiled(  # type: ignore[no-untyped-def]
             f"wrote      {out} ({size / 1e6:.1f} MB, precision {args.precision}, targets {names})"
         )
         print(f"buckets    {shapes}")
+
+
+def _check_distinct_buckets(program: dict, given: list) -> None:  # type: ignore[type-arg]
+    """Two --bucket values that compile to one input-shape set make a .vxm no
+    session could load: refused, naming both."""
+    seen: dict[tuple, int] = {}  # type: ignore[type-arg]
+    for i, b in enumerate(program["buckets"]):
+        key = tuple(tuple(io["shape"]) for io in b["inputs"])
+        if key in seen:
+            text = ",".join(f"{k}={v}" for k, v in _bucket_text(given[i]).items()) if given else ""
+            raise VknnError(
+                f"--bucket {i + 1} ({text}) compiles to the same input shapes as bucket "
+                f"{seen[key] + 1}; give each input-shape set once"
+            )
+        seen[key] = i
 
 
 def _bucket_inputs(program: dict) -> list:  # type: ignore[type-arg]
