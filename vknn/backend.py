@@ -58,9 +58,10 @@ class VknnBackendRep(BackendRep):
             names = [i.name for i in sess.inputs]
             feeds = {n: _as_array(v) for n, v in zip(names, inputs, strict=False)}
         feeds = sess._validate(feeds)
-        key = tuple(feeds[spec.name].shape for spec, _ in sess.plan.inputs)
-        if key not in sess._buckets:
-            sess.prepare_shapes({spec.name: feeds[spec.name].shape for spec, _ in sess.plan.inputs})
+        names = list(sess.bucket_inputs)
+        key = tuple(tuple(feeds[n].shape) for n in names)
+        if key not in sess._buckets:  # another shape the declared dims allow: a new bucket
+            sess.prepare_shapes({n: feeds[n].shape for n in names})
         outputs = sess.run(feeds)
         return tuple(outputs[o.name] for o in sess.outputs)
 

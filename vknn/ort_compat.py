@@ -94,9 +94,9 @@ class InferenceSession:
     ) -> list[np.ndarray]:
         sess = self._session
         feeds = sess._validate(input_feed)
-        plan_shapes = {spec.name: spec.shape for spec, _ in sess.plan.inputs}
-        key = tuple(feeds[n].shape for n in plan_shapes)
+        names = list(sess.bucket_inputs)
+        key = tuple(tuple(feeds[n].shape) for n in names)
         if key not in sess._buckets:
-            sess.prepare_shapes({n: feeds[n].shape for n in plan_shapes})
+            sess.prepare_shapes({n: feeds[n].shape for n in names})
         out = sess.run(feeds, list(output_names) if output_names else None)
         return list(out.values())
