@@ -296,3 +296,30 @@ def test_warm_session_reuses_the_autotune_table(tmp_path: Path) -> None:
     warm.close()
     new = dev.messages[start:]
     assert not new, "validation messages:\n" + "\n".join(m.text for m in new)
+
+
+def test_pipeline_cache_of_another_driver_is_refused(tmp_path: Path, session_device: Any) -> None:
+    """The cached VkPipelineCache blob is the driver's to judge: one written by
+    another device or driver (a header with NVIDIA's vendor id, then noise)
+    is refused by it, the warm session runs as compiled and stores this
+    driver's blob in its place."""
+    import struct
+
+    path, cache = _model(tmp_path / "m.onnx"), tmp_path / "c.vkcache"
+    config = vknn.Config(cache_file=str(cache))
+    cold = vknn.Session(path, config)
+    ref = cold.run(X)["y"]
+    cold.close()
+    foreign = struct.pack("<IIII", 32, 1, 0x10DE, 0x2335) + bytes(16) + os.urandom(256)
+
+    def swap(body: dict[str, Any]) -> None:
+        for v in body["variants"].values():
+            assert v["pipeline_cache"]
+            v["pipeline_cache"] = foreign
+
+    _reauthenticated(cache, swap)
+    warm = vknn.Session(path, config)
+    np.testing.assert_array_equal(warm.run(X)["y"], ref)
+    warm.close()
+    (v,) = _variants(cache, path).values()
+    assert v.pipeline_cache and v.pipeline_cache != foreign
