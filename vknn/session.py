@@ -351,11 +351,12 @@ class Session:
             return False
         try:
             programs = [Program.decode(p) for p in found]
-        except ProgramError:
-            return False
-        io = cache.variant.io
-        self.inputs = [_stored_info(d) for d in io.get("inputs", ())]
-        self.outputs = [_stored_info(d) for d in io.get("outputs", ())]
+            io = cache.variant.io
+            inputs = [_stored_info(d) for d in io.get("inputs", ())]
+            outputs = [_stored_info(d) for d in io.get("outputs", ())]
+        except (ProgramError, KeyError, TypeError, ValueError, AttributeError):
+            return False  # malformed entries are compiled again, never trusted
+        self.inputs, self.outputs = inputs, outputs
         for program in programs:
             self._register(Bucket(self._executable(program), 0))
         return True
@@ -398,6 +399,9 @@ class Session:
                 program = Program.decode(data)
             except Exception:  # a stale entry is rebuilt, never trusted
                 program = None
+            if program is not None and self._cache.variant.io != self._metadata():
+                self._cache.variant.io = self._metadata()  # repaired from the parsed model
+                self._cache.dirty = True
         if program is None:
             data = self._compile(shapes)
             program = Program.decode(data)

@@ -141,7 +141,7 @@ def _reauthenticated(cache: Path, edit: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", ["truncate", "flip", "foreign-secret", "stale-kernels", "bad-program"]
+    "damage", ["truncate", "flip", "foreign-secret", "stale-kernels", "bad-program", "bad-io"]
 )
 def test_damaged_cache_is_rebuilt(
     tmp_path: Path,
@@ -178,19 +178,29 @@ def test_damaged_cache_is_rebuilt(
                     p["kernels"] = 7
 
         _reauthenticated(cache, break_programs)
+    elif damage == "bad-io":  # malformed declared inputs: raised KeyError before
+
+        def break_io(body: dict[str, Any]) -> None:
+            for v in body["variants"].values():
+                v["io"]["inputs"] = [{"x": 1}]
+
+        _reauthenticated(cache, break_io)
     capsys.readouterr()
     compiles.clear()
     s = vknn.Session(path, config)
     err = capsys.readouterr().err
-    if damage == "bad-program":
+    if damage.startswith("bad-"):  # authentic: rebuilt silently
         assert err == ""
     else:
         assert err.count("\n") == 1 and "discarded" in err and str(cache) in err, err
-    assert len(compiles) == 1  # recompiled, not trusted
+    # Recompiled, not trusted (malformed inputs/outputs: rebuilt from the model).
+    assert len(compiles) == (0 if damage == "bad-io" else 1)
     np.testing.assert_array_equal(s.run(X)["y"], ref)
     s.close()
+    compiles.clear()
     again = vknn.Session(path, config)
-    assert len(compiles) == 1 and capsys.readouterr().err == ""
+    assert not compiles and again._proto is None  # a warm hit again
+    assert capsys.readouterr().err == ""
     np.testing.assert_array_equal(again.run(X)["y"], ref)
 
 
