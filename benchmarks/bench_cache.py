@@ -9,7 +9,10 @@ For each model, in fresh subprocesses (so nothing is warm in the process):
   VKNN_CACHE_DIR): import, compile passes, shader compilation, pipelines,
   weight upload, first inference;
 - warm: the model cache file the cold run wrote is present (SPIR-V disk
-  cache emptied again, so the SPIR-V comes from the model cache only).
+  cache emptied again, so the SPIR-V comes from the model cache only);
+- vxm: a `.vxm` compiled beforehand (`vknn compile -o`) is opened instead
+  of the ONNX file (SPIR-V disk cache emptied: its kernels are checked once
+  by spirv-val, as a first start on a new machine would).
 
 Reported: the median over `--repeats` of session creation and of session
 creation + first inference, the speed-up, the cache file's size, and whether
@@ -42,9 +45,12 @@ def worker(model: Path, cache: Path, precision: str) -> dict:
     t0 = time.perf_counter()
     import vknn
 
-    sess = vknn.Session(
-        str(model), vknn.Config(precision=precision, dims=DIMS, cache_file=str(cache))
-    )
+    if model.suffix == ".vxm":  # a compiled model: no compiler, no model cache
+        sess = vknn.Session(str(model), vknn.Config(precision=precision))
+    else:
+        sess = vknn.Session(
+            str(model), vknn.Config(precision=precision, dims=DIMS, cache_file=str(cache))
+        )
     created = time.perf_counter() - t0
     out = list(sess.run(feeds).values())[0]
     first = time.perf_counter() - t0
@@ -78,26 +84,36 @@ def main() -> int:
         return 0
 
     import numpy as np
-    from bench_models import build_model
+    from bench_models import DIMS, build_model
 
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"session creation (s), median of {args.repeats}, precision={args.precision}")
     print(
         f"{'model':14s} {'cold create':>11s} {'warm create':>11s} {'speed-up':>8s} "
-        f"{'cold+run':>9s} {'warm+run':>9s} {'cache MB':>8s} {'same out':>8s}"
+        f"{'cold+run':>9s} {'warm+run':>9s} {'vxm create':>10s} {'vxm+run':>8s} "
+        f"{'cache MB':>8s} {'same out':>8s}"
     )
     for name in args.models.split(","):
         model = build_model(name, args.work)
         tmp = Path(tempfile.mkdtemp(prefix="vknn-cache-bench-"))
         cache, spirv = tmp / f"{name}.vkcache", tmp / "spirv"
-        cold, warm = [], []
+        vxm = tmp / f"{name}.vxm"
+        dims = ",".join(f"{k}={v}" for k, v in DIMS.items())
+        subprocess.run(
+            [sys.executable, "-m", "vknn.tools.cli", "compile", str(model), "--dims", dims,
+             "--precision", args.precision, "-o", str(vxm)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        cold, warm, compiled = [], [], []
         for _ in range(args.repeats):
             cache.unlink(missing_ok=True)
             cold.append(_one(model, cache, args.precision, spirv))
             warm.append(_one(model, cache, args.precision, spirv))
+            compiled.append(_one(vxm, cache, args.precision, spirv))
         same = all(
             np.array_equal(np.load(c["out"]), np.load(w["out"]))
-            for c, w in zip(cold, warm, strict=True)
+            and np.array_equal(np.load(c["out"]), np.load(x["out"]))
+            for c, w, x in zip(cold, warm, compiled, strict=True)
         )
 
         def med(rows: list[dict], key: str) -> float:
@@ -107,6 +123,7 @@ def main() -> int:
         print(
             f"{name:14s} {cc:11.3f} {wc:11.3f} {cc / wc:7.1f}x "
             f"{med(cold, 'first_s'):9.3f} {med(warm, 'first_s'):9.3f} "
+            f"{med(compiled, 'create_s'):10.3f} {med(compiled, 'first_s'):8.3f} "
             f"{cache.stat().st_size / 1e6:8.1f} {'yes' if same else 'NO':>8s}",
             flush=True,
         )
