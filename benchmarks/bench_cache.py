@@ -41,7 +41,8 @@ def worker(model: Path, cache: Path, precision: str) -> dict:
     import numpy as np
     from bench_models import DIMS, model_feeds
 
-    feeds = model_feeds(model)
+    # a .vxm's inputs are those of the ONNX file it was compiled from
+    feeds = model_feeds(model if model.suffix == ".onnx" else Path(os.environ["VKNN_BENCH_ONNX"]))
     t0 = time.perf_counter()
     import vknn
 
@@ -98,6 +99,7 @@ def main() -> int:
         tmp = Path(tempfile.mkdtemp(prefix="vknn-cache-bench-"))
         cache, spirv = tmp / f"{name}.vkcache", tmp / "spirv"
         vxm = tmp / f"{name}.vxm"
+        os.environ["VKNN_BENCH_ONNX"] = str(model)
         dims = ",".join(f"{k}={v}" for k, v in DIMS.items())
         subprocess.run(
             [sys.executable, "-m", "vknn.tools.cli", "compile", str(model), "--dims", dims,
