@@ -63,7 +63,17 @@ def build(name: str, batch: int, seq: int, work: Path):  # type: ignore[no-untyp
         from transformers import BertConfig, BertModel
 
         cfg = BertConfig(attn_implementation="eager")
-        module = BertModel(cfg, add_pooling_layer=False).eval()
+        bert = BertModel(cfg, add_pooling_layer=False).eval()
+
+        class Encoder(torch.nn.Module):  # positional ids in, hidden states out
+            def __init__(self) -> None:
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, ids: torch.Tensor) -> torch.Tensor:
+                return self.bert(input_ids=ids).last_hidden_state
+
+        module = Encoder().eval()
         ids = torch.randint(0, cfg.vocab_size, (batch, seq))
         inputs = (ids,)
         names, dyn = ["input_ids"], {"input_ids": {0: "batch", 1: "seq"}}

@@ -60,9 +60,13 @@ def worker(model: Path, cache: Path, precision: str) -> dict:
     return {"create_s": created, "first_s": first, "out": str(cache) + f".out{os.getpid()}.npy"}
 
 
-def _one(model: Path, cache: Path, precision: str, spirv_dir: Path) -> dict:
-    shutil.rmtree(spirv_dir, ignore_errors=True)
-    env = {**os.environ, "VKNN_CACHE_DIR": str(spirv_dir)}
+def _one(model: Path, cache: Path, precision: str, user_dir: Path) -> dict:
+    # Empty the SPIR-V disk cache but keep the per-user secret: the model
+    # cache is authenticated with it, and a new secret would discard it.
+    for sub in user_dir.glob("*"):
+        if sub.name != "secret":
+            shutil.rmtree(sub, ignore_errors=True) if sub.is_dir() else sub.unlink()
+    env = {**os.environ, "VKNN_CACHE_DIR": str(user_dir)}
     cmd = [sys.executable, __file__, "--worker", str(model), str(cache), "--precision", precision]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
@@ -97,7 +101,8 @@ def main() -> int:
     for name in args.models.split(","):
         model = build_model(name, args.work)
         tmp = Path(tempfile.mkdtemp(prefix="vknn-cache-bench-"))
-        cache, spirv = tmp / f"{name}.vkcache", tmp / "spirv"
+        cache, spirv = tmp / f"{name}.vkcache", tmp / "user"
+        spirv.mkdir()
         vxm = tmp / f"{name}.vxm"
         os.environ["VKNN_BENCH_ONNX"] = str(model)
         dims = ",".join(f"{k}={v}" for k, v in DIMS.items())
