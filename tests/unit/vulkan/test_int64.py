@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto
 
@@ -21,7 +20,7 @@ from tests.unit.vulkan.harness import (
     lowered,
     lowered_target,
     node,
-    vk_session,
+    on_vulkan_vs_ort,
 )
 from vknn.dialects.vkd import SegmentOp
 
@@ -29,26 +28,8 @@ BIG = 1 << 40
 I64_MIN, I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
-def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, feeds), strict=True))
-
-
 def on_vulkan(model: onnx.ModelProto, feeds: dict[str, np.ndarray], **config: Any) -> Any:
-    """Run on Vulkan (no CPU fallback allowed), compare every output with
-    onnxruntime exactly (dtype, shape, values; NaN where it has NaN), check
-    every node ran on Vulkan; returns the session."""
-    sess = vk_session(model, **config)
-    got = sess.run(feeds)
-    want = ort_run(model, feeds)
-    for name, w in want.items():
-        g = got[name]
-        assert g.dtype == w.dtype and g.shape == w.shape, (name, g.dtype, w.dtype, g.shape)
-        np.testing.assert_array_equal(g, w, err_msg=name)
-    off = {n: b for n, b in sess.node_backends().items() if b != "vulkan"}
-    assert not off, off
-    return sess
+    return on_vulkan_vs_ort(model, feeds, **config)
 
 
 def one(op: str, inputs: dict[str, np.ndarray], **attrs: Any) -> onnx.ModelProto:
