@@ -51,6 +51,8 @@ class DeviceCaps:
     """storageBuffer16BitAccess: fp16 tensors in storage buffers."""
     has_fp16_arith: bool = False
     """shaderFloat16: fp16 arithmetic in shaders."""
+    has_int64: bool = False
+    """shaderInt64: 64-bit integer arithmetic in shaders (exact int64 tensors)."""
     has_push_descriptor: bool = False
     has_float_controls2: bool = False
     has_cooperative_matrix: bool = False
@@ -105,6 +107,7 @@ class DeviceCaps:
             subgroup_size=8,
             has_fp16_storage=True,
             has_fp16_arith=True,
+            has_int64=True,
             has_push_descriptor=True,
             timestamp_valid_bits=64,
             timestamp_period_ns=1.0,
@@ -130,6 +133,7 @@ class DeviceCaps:
             subgroup_size=32,
             has_fp16_storage=True,
             has_fp16_arith=True,
+            has_int64=True,
             has_push_descriptor=True,
             has_float_controls2=True,
             has_cooperative_matrix=True,

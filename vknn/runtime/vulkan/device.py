@@ -8,7 +8,7 @@ validation layer with a debug-utils messenger that records every message in
 `Device.messages` (tests assert it stays empty).
 
 Features are enabled explicitly and only those VKNN uses: push descriptors,
-16-bit storage, shaderFloat16, float_controls2 (chained by hand: the `vulkan`
+16-bit storage, shaderFloat16, shaderInt64, float_controls2 (chained by hand: the `vulkan`
 package 1.3.275 has no struct for it). Structures are built with `vulkan.ffi`
 directly: the package's wrappers cannot chain every pNext and cost ~6 us each.
 
@@ -368,6 +368,7 @@ def query_caps(pd: Any, enabled: _Features | None = None) -> DeviceCaps:
         subgroup_size=sub.subgroupSize,
         has_fp16_storage=feats.fp16_storage,
         has_fp16_arith=feats.fp16_arith,
+        has_int64=bool(feats.head.features.shaderInt64),
         has_push_descriptor=EXT_PUSH_DESCRIPTOR in exts
         and (enabled is None or EXT_PUSH_DESCRIPTOR in enabled_extensions(api, exts)),
         has_float_controls2=feats.float_controls2,
@@ -516,6 +517,8 @@ class Device:
             enable.v12.shaderFloat16 = query.v12.shaderFloat16
         if enable.f16 is not None:
             enable.f16.shaderFloat16 = query.f16.shaderFloat16
+        # int64 tensors are exact on the device only with 64-bit shader arithmetic.
+        enable.head.features.shaderInt64 = query.head.features.shaderInt64
         if enable.fc2 is not None:
             enable.fc2.shaderDrawParameters = query.fc2.shaderDrawParameters
         self._enabled = enable
