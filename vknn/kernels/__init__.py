@@ -358,6 +358,7 @@ from vknn.kernels import conv as _conv  # noqa: E402, F401
 from vknn.kernels import data_movement as _data_movement  # noqa: E402, F401
 from vknn.kernels import elementwise as _elementwise  # noqa: E402, F401
 from vknn.kernels import fused_pointwise as _fused_pointwise  # noqa: E402, F401
+from vknn.kernels import indexing as _indexing  # noqa: E402, F401
 from vknn.kernels import matmul as _matmul  # noqa: E402, F401
 from vknn.kernels import normalization as _normalization  # noqa: E402, F401
 from vknn.kernels import pool as _pool  # noqa: E402, F401

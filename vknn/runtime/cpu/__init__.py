@@ -16,5 +16,6 @@ from vknn.runtime.cpu import reduce  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import shape_ops  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import resize  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import quant  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import vx_indexing  # noqa: E402,F401  isort: skip
 
 __all__ = ["KERNELS", "has_kernel", "kernel_for", "register"]
