@@ -143,18 +143,17 @@ def identity(step: Step, inputs: list[Array | None]) -> list[Array]:
 
 @register("onnx.Dropout")
 def dropout(step: Step, inputs: list[Array | None]) -> list[Array]:
-    from vknn.errors import VknnError
-
+    """Identity at inference; in training mode a mask drawn from numpy's
+    RandomState(seed) (the draw ONNX's test data was made with)."""
     x = need(inputs[0])
     training = len(inputs) > 2 and inputs[2] is not None and bool(np.asarray(inputs[2]).any())
-    ratio = (
-        float(np.asarray(inputs[1]).reshape(-1)[0])
-        if len(inputs) > 1 and inputs[1] is not None
-        else 0.5
-    )
-    if training and ratio > 0:
-        raise VknnError(f"node '{step.node}' (Dropout): training mode draws a random mask")
-    outs = [x]
-    if len(step.out_specs) > 1:
-        outs.append(np.ones(x.shape, dtype=bool))
-    return outs
+    given = len(inputs) > 1 and inputs[1] is not None
+    ratio = float(np.asarray(inputs[1]).reshape(-1)[0]) if given else 0.5
+    if not training or ratio == 0:
+        keep = np.ones(x.shape, dtype=bool)
+        y = x
+    else:
+        seed = attr(step, "seed")
+        keep = np.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio
+        y = (keep * x * (1.0 / (1.0 - ratio))).astype(x.dtype)
+    return [y, keep][: len(step.out_specs)]
