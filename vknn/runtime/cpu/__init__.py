@@ -25,5 +25,6 @@ from vknn.runtime.cpu import onnx_tensor  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import losses  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import onnx_norm  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import onnx_reduce  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import attention_onnx  # noqa: E402,F401  isort: skip
 
 __all__ = ["KERNELS", "has_kernel", "kernel_for", "register"]
