@@ -6,6 +6,8 @@ Devices: "CPU" runs on the numpy oracle only; "VULKAN" (or "GPU") prefers the
 Vulkan backend with automatic CPU fallback; "VULKAN_ONLY" refuses any model
 that would put an op on the CPU (Config.allow_cpu_fallback=False), which is
 how the conformance suite counts cases run entirely on the GPU.
+"CPU_REFERENCE" is "CPU" with the opt-in Config.onnx_reference: `onnx.*` ops
+with no kernel of our own run through onnx.reference.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from vknn.session import Session
 
 _DEVICES = {
     "CPU": ("cpu",),
+    "CPU_REFERENCE": ("cpu",),
     "VULKAN": ("vulkan", "cpu"),
     "GPU": ("vulkan", "cpu"),
     "VULKAN_ONLY": ("vulkan", "cpu"),
@@ -76,6 +79,7 @@ class VknnBackend(Backend):
         config = Config(
             backends=_backends(device),
             allow_cpu_fallback=device.split(":")[0].upper() != "VULKAN_ONLY",
+            onnx_reference=device.split(":")[0].upper() == "CPU_REFERENCE",
         )
         return VknnBackendRep(Session(model, config))
 

@@ -138,6 +138,7 @@ def lowering_options(config: Config, vulkan_unavailable: str = "") -> Any:
         disable_vk_ops=config.disable_vk_ops,
         allow_cpu_fallback=config.allow_cpu_fallback,
         fold_gpu_islands=config.fold_gpu_islands,
+        onnx_reference=config.onnx_reference,
         device_layout=config.device_layout,
         fastmath=config.fastmath,
         vulkan_unavailable=vulkan_unavailable,
@@ -311,7 +312,8 @@ class Session:
         target, unavailable = self._target_info
         key = (
             c.precision, tuple(c.backends), c.disable_vk_ops, c.allow_cpu_fallback,
-            c.fold_gpu_islands, c.device_layout, c.fastmath, c.autotune, c.pipeline,
+            c.fold_gpu_islands, c.onnx_reference, c.device_layout, c.fastmath, c.autotune,
+            c.pipeline,
             tuple(sorted(c.dims.items())), target.to_dict() if target else None, unavailable,
         )  # fmt: skip
         return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
