@@ -108,7 +108,9 @@ def matmul_case(a_shape: tuple[int, ...], b_shape: tuple[int, ...], seed: int = 
     return Case(name, model, {"a": a}, ref)
 
 
-def bmm_case(a_shape: tuple[int, ...], b_shape: tuple[int, ...], trans_b: bool, seed: int = 1) -> Case:
+def bmm_case(
+    a_shape: tuple[int, ...], b_shape: tuple[int, ...], trans_b: bool, seed: int = 1
+) -> Case:
     """Both operands inputs (attention-like batched products); trans_b reads
     B through a Transpose (a strided view)."""
     rng = _rng(seed)
@@ -139,7 +141,9 @@ def gemm_case(m: int, n: int, k: int, seed: int = 2) -> Case:
     return Case(f"gemm {m}x{k} @ ({n}x{k})^T a0.5 b2 C", model, {"a": a}, ref, "gemm")
 
 
-def _conv_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int, group: int) -> np.ndarray:
+def _conv_ref(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int, group: int
+) -> np.ndarray:
     n, c, h, wd = x.shape
     m, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
@@ -152,9 +156,13 @@ def _conv_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int
         cols = np.empty((n, cg, kh, kw, oh, ow))
         for i in range(kh):
             for j in range(kw):
-                cols[:, :, i, j] = xs[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+                cols[:, :, i, j] = xs[
+                    :, :, i : i + stride * oh : stride, j : j + stride * ow : stride
+                ]
         wg = w[g * mg : (g + 1) * mg].reshape(mg, -1)
-        y[:, g * mg : (g + 1) * mg] = np.einsum("mk,nkp->nmp", wg, cols.reshape(n, -1, oh * ow)).reshape(n, mg, oh, ow)
+        y[:, g * mg : (g + 1) * mg] = np.einsum(
+            "mk,nkp->nmp", wg, cols.reshape(n, -1, oh * ow)
+        ).reshape(n, mg, oh, ow)
     return y + b.reshape(1, -1, 1, 1)
 
 
@@ -251,7 +259,9 @@ def _session(model: Any, precision: str, coopmat: bool, profiling: bool = True):
     cfg = vknn.Config(
         precision=precision, cache_file="off", profiling=profiling, allow_cpu_fallback=True
     )
-    return vknn.Session(model.SerializeToString() if hasattr(model, "SerializeToString") else str(model), cfg)
+    return vknn.Session(
+        model.SerializeToString() if hasattr(model, "SerializeToString") else str(model), cfg
+    )
 
 
 def _gpu_ms(sess: Any, feeds: dict[str, np.ndarray], runs: int) -> tuple[float, int]:
@@ -338,6 +348,7 @@ def check_model(name: str, runs: int) -> dict[str, Any]:
 
 def device_info() -> dict[str, Any]:
     from bench_models import sm_clock
+
     from vknn.kernels import coopmat
     from vknn.runtime.target import from_caps
     from vknn.runtime.vulkan.context import shared_device

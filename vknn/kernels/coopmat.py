@@ -77,6 +77,7 @@ def tiles(caps: Target, m: int, n: int, batch: int) -> list[tuple[int, int]]:
 def heuristic_tile(options: list[tuple[int, int]], m: int, n: int, batch: int) -> tuple[int, int]:
     """The largest tile (fewest loads per MMA) whose grid fills the GPU, else
     the one with the most workgroups."""
+
     def groups(t: tuple[int, int]) -> int:
         return -(-m // t[0]) * -(-n // t[1]) * batch
 
@@ -103,9 +104,7 @@ def configs(caps: Target, m: int, n: int, k: int, batch: int) -> list[dict[str, 
     return [{"algo": "coopmat", "bm": bm, "bn": bn} for bm, bn in tiles(caps, m, n, batch)]
 
 
-def default_config(
-    caps: Target, m: int, n: int, k: int, batch: int
-) -> dict[str, int | str] | None:
+def default_config(caps: Target, m: int, n: int, k: int, batch: int) -> dict[str, int | str] | None:
     options = tiles(caps, m, n, batch) if worth_it(m, n, k) else []
     if not options:
         return None

@@ -49,9 +49,9 @@ from vknn.kernels import (
     TensorArg,
     TuneConfig,
     TuningSpace,
+    coopmat,
     epilogues,
     pointwise_codegen,
-    coopmat,
     register,
     views,
 )
