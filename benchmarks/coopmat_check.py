@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--models", default=None, help="comma list (default resnet50,bert)")
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--only", default="", help="run only cases whose name contains this")
+    ap.add_argument("--only", default="", help="run only cases whose name contains one of these (comma list)")
     args = ap.parse_args(argv)
     info = device_info()
     print(f"device: {info.get('device')}  coopmat: {info['coopmat']}  {info.get('sm_clock', '')}")
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = 3 if args.dry_run else (10 if args.quick else args.runs)
     kernels = []
     for case in cases(args.quick, args.dry_run):
-        if args.only and args.only not in case.name:
+        if args.only and not any(w in case.name for w in args.only.split(",")):
             continue
         row = check_kernel(case, runs)
         kernels.append(row)
