@@ -168,7 +168,7 @@ def _conv_ref(
 
 def conv_case(
     x_shape: tuple[int, int, int, int], m: int, k: int, stride: int = 1, pad: int = 0,
-    group: int = 1, residual: bool = False, seed: int = 3,
+    group: int = 1, residual: bool = False, layout: str = "nc4hw4", seed: int = 3,
 ) -> Case:  # fmt: skip
     """y = relu(conv(x) + bias [+ r]); r an input of y's shape (residual)."""
     rng = _rng(seed)
@@ -193,8 +193,9 @@ def conv_case(
     model = _graph(nodes, inputs, {"w": w, "b": b})
     g = f" g{group}" if group > 1 else ""
     res = " +res" if residual else ""
-    name = f"conv {'x'.join(map(str, x_shape))} {k}x{k}/{stride} p{pad}{g} -> {m}{res}"
-    return Case(name, model, feeds, ref, "conv")
+    lay = " flat" if layout == "flat" else ""
+    name = f"conv {'x'.join(map(str, x_shape))} {k}x{k}/{stride} p{pad}{g} -> {m}{res}{lay}"
+    return Case(name, model, feeds, ref, "conv", {"device_layout": layout})
 
 
 def attention_case(b: int, heads: int, seq: int, dh: int, seed: int = 4) -> Case:
@@ -241,6 +242,11 @@ def cases(quick: bool, dry: bool) -> list[Case]:
         conv_case((1, 3, 64, 64), 32, 7, stride=2, pad=3),
         conv_case((1, 64, 20, 20), 64, 3, pad=1, group=2),
         conv_case((1, 256, 14, 14), 1024, 1, residual=True),
+        conv_case((1, 64, 28, 28), 96, 1, layout="flat"),
+        conv_case((1, 30, 15, 17), 40, 1, layout="flat"),  # H*W odd: scalar loads
+        conv_case((2, 32, 23, 23), 64, 3, stride=2, pad=1, residual=True, layout="flat"),
+        conv_case((1, 48, 12, 12), 96, 3, pad=1, group=3, layout="flat"),
+        conv_case((1, 18, 16, 16), 36, 3, pad=1),  # packed, Cg % 4 != 0
         attention_case(1, 4, 128, 64),
         attention_case(2, 2, 77, 32),
     ]
@@ -252,13 +258,11 @@ def cases(quick: bool, dry: bool) -> list[Case]:
 # -- running -----------------------------------------------------------------
 
 
-def _session(model: Any, precision: str, coopmat: bool, profiling: bool = True):  # type: ignore[no-untyped-def]
+def _session(model: Any, precision: str, coopmat: bool, layout: str = "nc4hw4"):  # type: ignore[no-untyped-def]
     import vknn
 
     os.environ["VKNN_COOPMAT"] = "1" if coopmat else "0"
-    cfg = vknn.Config(
-        precision=precision, cache_file="off", profiling=profiling, allow_cpu_fallback=True
-    )
+    cfg = vknn.Config(precision=precision, cache_file="off", profiling=True, device_layout=layout)
     return vknn.Session(
         model.SerializeToString() if hasattr(model, "SerializeToString") else str(model), cfg
     )
@@ -282,14 +286,15 @@ def _compare(ref: np.ndarray, out: np.ndarray) -> tuple[float, float]:
 def check_kernel(case: Case, runs: int) -> dict[str, Any]:
     row: dict[str, Any] = {"case": case.name, "kind": case.kind}
     try:
-        sess = _session(case.model, "low", True)
+        layout = case.extra.get("device_layout", "nc4hw4")
+        sess = _session(case.model, "low", True, layout)
         out = np.asarray(list(sess.run(case.feeds).values())[0])
         cos, rel = _compare(case.ref, out)
         ms, n_cm = _gpu_ms(sess, case.feeds, runs)
         sess.close()
         row.update(cosine=cos, rel_err=rel, coopmat_dispatches=n_cm, coopmat_ms=ms)
         row["finite"] = bool(np.isfinite(out).all())
-        base = _session(case.model, "low", False)
+        base = _session(case.model, "low", False, layout)
         row["scalar_ms"], _ = _gpu_ms(base, case.feeds, runs)
         base.close()
         row["speedup"] = row["scalar_ms"] / ms if ms > 0 else None
@@ -375,7 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--models", default=None, help="comma list (default resnet50,bert)")
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--only", default="", help="run only cases whose name contains one of these (comma list)")
+    ap.add_argument(
+        "--only", default="", help="run only cases whose name contains one of these (comma list)"
+    )
     args = ap.parse_args(argv)
     info = device_info()
     print(f"device: {info.get('device')}  coopmat: {info['coopmat']}  {info.get('sm_clock', '')}")

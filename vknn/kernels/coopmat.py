@@ -36,6 +36,8 @@ SUBGROUPS = 4
 TILES = ((128, 128), (128, 64), (64, 128), (64, 64), (64, 32), (32, 64), (32, 32))
 """(BM, BN) the kernels build with, largest first."""
 FILL_GROUPS = 128
+MAX_CHUNKS = 8
+"""The shaders' per-invocation chunk registers per tile (MAX_CHUNKS)."""
 """Workgroups a grid should have before the heuristic takes a bigger tile."""
 
 
@@ -64,9 +66,14 @@ def shared_bytes(bm: int, bn: int) -> int:
 def tiles(caps: Target, m: int, n: int, batch: int) -> list[tuple[int, int]]:
     """Every (BM, BN) valid on `caps` for an M x N product of `batch` entries."""
     cnt = caps.max_compute_work_group_count
+    wg = local_size(caps)
     out = []
     for bm, bn in TILES:
         if shared_bytes(bm, bn) > caps.max_compute_shared_memory_size:
+            continue
+        # Each invocation loads 1..MAX_CHUNKS 4-element chunks of each tile.
+        if any(side * BK // 4 % wg or not 1 <= side * BK // 4 // wg <= MAX_CHUNKS
+               for side in (bm, bn)):  # fmt: skip
             continue
         if -(-n // bn) > cnt[0] or -(-m // bm) > cnt[1] or batch > cnt[2]:
             continue

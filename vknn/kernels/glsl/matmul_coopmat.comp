@@ -20,6 +20,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "precision.glsl"
+#include "common.glsl"
 #include "coopmat_common.glsl"
 
 layout(local_size_x_id = 0) in;
