@@ -198,8 +198,11 @@ def conv_case(
     return Case(name, model, feeds, ref, "conv", {"device_layout": layout})
 
 
-def attention_case(b: int, heads: int, seq: int, dh: int, seed: int = 4) -> Case:
-    """softmax(Q K^T / sqrt(dh)) V over [b, heads, seq, dh] inputs."""
+def attention_case(
+    b: int, heads: int, seq: int, dh: int, mask: bool = False, seed: int = 4
+) -> Case:
+    """softmax(Q K^T / sqrt(dh) [+ mask]) V over [b, heads, seq, dh] inputs;
+    the mask ([b, 1, 1, seq], 0 or -10000) hides the last third of the keys."""
     rng = _rng(seed)
     shape = (b, heads, seq, dh)
     q, k, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
@@ -208,14 +211,23 @@ def attention_case(b: int, heads: int, seq: int, dh: int, seed: int = 4) -> Case
         _node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
         _node("MatMul", ["q", "kt"], ["s"]),
         _node("Mul", ["s", "scale"], ["ss"]),
-        _node("Softmax", ["ss"], ["p"], axis=-1),
+    ]
+    s = (_f16(q) @ np.swapaxes(_f16(k), -1, -2)) * float(scale)
+    inits = {"scale": scale}
+    if mask:
+        m = np.zeros((b, 1, 1, seq), np.float32)
+        m[..., seq - seq // 3 :] = -10000.0
+        inits["mask"] = m
+        nodes.append(_node("Add", ["ss", "mask"], ["sm"]))
+        s = s + _f16(m)
+    nodes += [
+        _node("Softmax", ["sm" if mask else "ss"], ["p"], axis=-1),
         _node("MatMul", ["p", "v"], ["y"]),
     ]
-    model = _graph(nodes, {"q": shape, "k": shape, "v": shape}, {"scale": scale})
-    s = (_f16(q) @ np.swapaxes(_f16(k), -1, -2)) * float(scale)
+    model = _graph(nodes, {"q": shape, "k": shape, "v": shape}, inits)
     e = np.exp(s - s.max(-1, keepdims=True))
     ref = (e / e.sum(-1, keepdims=True)) @ _f16(v)
-    name = f"attention b{b} h{heads} s{seq} d{dh}"
+    name = f"attention b{b} h{heads} s{seq} d{dh}{' mask' if mask else ''}"
     return Case(name, model, {"q": q, "k": k, "v": v}, ref, "attention")
 
 
@@ -225,6 +237,7 @@ def cases(quick: bool, dry: bool) -> list[Case]:
             matmul_case((40, 48), (48, 72)),
             gemm_case(33, 40, 50),
             conv_case((1, 16, 9, 9), 24, 3, pad=1, residual=True),
+            attention_case(1, 2, 20, 16, mask=True),
         ]
     out = [
         matmul_case((128, 256), (256, 512)),
@@ -248,7 +261,10 @@ def cases(quick: bool, dry: bool) -> list[Case]:
         conv_case((1, 48, 12, 12), 96, 3, pad=1, group=3, layout="flat"),
         conv_case((1, 18, 16, 16), 36, 3, pad=1),  # packed, Cg % 4 != 0
         attention_case(1, 4, 128, 64),
-        attention_case(2, 2, 77, 32),
+        attention_case(2, 2, 77, 32, mask=True),
+        attention_case(1, 12, 128, 64, mask=True),
+        attention_case(1, 2, 50, 30),  # head dim not a multiple of 4: scalar loads
+        attention_case(2, 1, 40, 128),
     ]
     if quick:
         out = out[::2]
