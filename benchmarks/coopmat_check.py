@@ -359,6 +359,9 @@ def check_model(name: str, runs: int) -> dict[str, Any]:
                 cos, rel = _compare(outs["high"], outs[label])
                 row[label].update(cosine_vs_high=cos, rel_err_vs_high=rel,
                                   finite=bool(np.isfinite(outs[label]).all()))  # fmt: skip
+    if "low" in outs and "low-coopmat" in outs:
+        # Tensor cores against the scalar kernels at the same storage precision.
+        row["low-coopmat"]["cosine_vs_low"], _ = _compare(outs["low"], outs["low-coopmat"])
     row["ok"] = all(
         isinstance(row.get(k), dict) and row[k].get("cosine_vs_high", 0) >= MODEL_COS_TOL
         and row[k].get("finite", False)

@@ -104,19 +104,40 @@ def worth_it(m: int, n: int, k: int) -> bool:
     return m >= 16 and n >= 16 and k >= 16
 
 
-def configs(caps: Target, m: int, n: int, k: int, batch: int) -> list[dict[str, int | str]]:
-    """The coopmat tuning configs of an M x N x K product (empty when none)."""
-    if not worth_it(m, n, k):
-        return []
-    return [{"algo": "coopmat", "bm": bm, "bn": bn} for bm, bn in tiles(caps, m, n, batch)]
+def space(
+    caps: Target, variant: str, splitk: bool, m: int, n: int, k: int, batch: int, total: int
+) -> tuple[dict[str, int | str], list[dict[str, int | str]], list[dict[str, int | str]]] | None:
+    """(heuristic config, fast extras, every config) of the coopmat kernel for
+    an M x N x K product of `batch` entries (`total` outputs), None when it
+    does not apply. A config is {"algo": "coopmat", "bm", "bn", "splits"}:
+    split-K as the scalar GEMMs do it (`conv.heuristic_splits`), so batch-1
+    layers with few tiles and a long K still fill the GPU."""
+    from vknn.kernels.conv import heuristic_splits, split_neighbours, split_options
 
-
-def default_config(caps: Target, m: int, n: int, k: int, batch: int) -> dict[str, int | str] | None:
-    options = tiles(caps, m, n, batch) if worth_it(m, n, k) else []
+    if not usable(caps, variant) or not worth_it(m, n, k):
+        return None
+    options = tiles(caps, m, n, batch)
     if not options:
         return None
-    bm, bn = heuristic_tile(options, m, n, batch)
-    return {"algo": "coopmat", "bm": bm, "bn": bn}
+
+    def groups(t: tuple[int, int]) -> tuple[int, int, int]:
+        return (-(-n // t[1]), -(-m // t[0]), batch)
+
+    def cfg(t: tuple[int, int], splits: int) -> dict[str, int | str]:
+        return {"algo": "coopmat", "bm": t[0], "bn": t[1], "splits": splits}
+
+    every = [
+        cfg(t, s) for t in options for s in split_options(caps, splitk, k, groups(t), total)
+    ]  # fmt: skip
+    best = heuristic_tile(options, m, n, batch)
+    splits = heuristic_splits(caps, splitk, k, groups(best), total)
+    default = cfg(best, splits)
+    neighbours = split_neighbours(split_options(caps, splitk, k, groups(best), total), splits)
+    fast = [cfg(best, s) for s in neighbours[1:]]
+    for t in options[-2:]:  # the smaller tiles, at their own split counts
+        if t != best:
+            fast.append(cfg(t, heuristic_splits(caps, splitk, k, groups(t), total)))
+    return default, fast, every
 
 
 def vec_ok(contig_extent: int, strides: list[int], offset: int) -> bool:

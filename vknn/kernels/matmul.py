@@ -319,13 +319,13 @@ def _space(step: Step, caps: DeviceCaps, geo: _Geom, variant: str, splitk: bool)
     options = split_options(caps, splitk, geo.k, groups(default["bm"], default["bn"]), total)
     fast = [{**default, "splits": s} for s in split_neighbours(options, default["splits"])]
     fast.append(at(32, 32) if (default["bm"], default["bn"]) == (64, 64) else at(64, 64))
-    cm = coopmat.default_config(caps, geo.m, geo.n, geo.k, batch)
-    if cm is not None and coopmat.usable(caps, variant):
-        # Tensor cores (fp16 storage): their heuristic tile first, the other
-        # coopmat tiles and the scalar kernel's choice for the tuner.
-        grid = coopmat.configs(caps, geo.m, geo.n, geo.k, batch) + grid
-        fast = [cm, *[c for c in grid[:3] if c != cm], default]
-        default = cm
+    cm = coopmat.space(caps, variant, splitk, geo.m, geo.n, geo.k, batch, total)
+    if cm is not None:
+        # Tensor cores (fp16 storage): their heuristic config first, then its
+        # split-K neighbours, smaller tiles and the scalar kernel's choice.
+        grid = cm[2] + grid
+        fast = [cm[0], *cm[1], default]
+        default = cm[0]
     thorough = [default] + [c for c in grid if c != default]
     fast = [c for i, c in enumerate(fast) if c in thorough and c not in fast[:i]]
     epi = epilogues.epilogue_of(step) is not None
@@ -451,14 +451,36 @@ def _record_coopmat(
     zero = [0] * (MAX_BATCH_RANK - len(dims))
     push = _PUSH.pack(
         m, n, k, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
-        *(pad + dims), *(zero + bsa), *(zero + bsb), alpha, beta, k, 1, geo.a_off, geo.b_off,
+        *(pad + dims), *(zero + bsa), *(zero + bsb), alpha, beta,
+        kchunk_for(k, int(cfg["splits"])), int(cfg["splits"]), geo.a_off, geo.b_off,
     )  # fmt: skip
-    bindings = [a.binding(), b.binding(), y.binding(write=True), (c or a).binding()]
     product = TensorSpec("product", product_shape, y.dtype)
+    batch = math.prod(dims)
+    groups = (-(-n // bn), -(-m // bm), batch)
+    ls = coopmat.local_size(ctx.caps)
+    splits = int(cfg["splits"])
+    if splits > 1:
+        # Partials to scratch, then splitk_reduce.comp: alpha, beta * C, epilogue.
+        total = batch * m * n
+        part = scratch(ctx, splits * total)
+        shader = register_variant("matmul_coopmat", {"VKNN_SPLITK": "1"})
+        partials = Binding(part.buffer, part.offset, 4 * splits * total, True)
+        binds = [a.binding(), b.binding(), partials, a.binding()]
+        pipe = ctx.pipeline(shader, spec, len(binds), _PUSH.size, ls)
+        first = Dispatch(
+            pipe, binds, push, (groups[0], groups[1], batch * splits), ctx.op_index,
+            f"{step.node} ({step.kind}, coopmat {bm}x{bn}, split-K x{splits})",
+        )  # fmt: skip
+        rest = record_splitk_reduce(
+            step, ctx, part, splits, total, 2 if c is not None else 0,
+            c.binding() if c is not None else None, y, ins[own:], product,
+            (n, m, sc[0], sc[1], alpha, beta),
+        )  # fmt: skip
+        return [first, *rest]
+    bindings = [a.binding(), b.binding(), y.binding(write=True), (c or a).binding()]
     shader, epi = epilogues.variant("matmul_coopmat", step, product, ins[own:], len(bindings))
     bindings += epi
-    pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, coopmat.local_size(ctx.caps))
-    groups = (-(-n // bn), -(-m // bm), math.prod(dims))
+    pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, ls)
     label = f"{step.node} ({step.kind}, coopmat {bm}x{bn})"
     return [Dispatch(pipe, bindings, push, groups, ctx.op_index, label)]
 

@@ -20,6 +20,11 @@
 // conv.comp), stores ordered so consecutive lanes write consecutive pixels
 // (flat) or consecutive channels of a pixel block (packed).
 //
+// Split-K (VKNN_SPLITK=1): workgroup z also selects a K slice [s * kchunk,
+// (s+1) * kchunk) and binding 3 holds `splits` fp32 partial results at y's
+// storage index, part[s * total + yi], summed with bias and epilogue by
+// splitk_reduce.comp (as conv.comp's).
+//
 // Specialization constants: 0 = workgroup size (4 * SG), 1 = BM, 2 = BN,
 // 3 = POINTWISE, 4 = HAS_BIAS, 5 = PACKED, 6 = VEC_A, 7 = VEC_B, 8 = SG.
 // Push constants: conv.comp's Params. Dispatch: (ceil(P / BN), ceil(Mg / BM),
@@ -47,8 +52,14 @@ layout(std430, binding = 0) readonly buffer X4 { sfp4 x4[]; };
 layout(std430, binding = 1) readonly buffer Wt { sfp w_data[]; };
 layout(std430, binding = 1) readonly buffer Wt4 { sfp4 w4[]; };
 layout(std430, binding = 2) readonly buffer Bias { sfp b_data[]; };
+#if VKNN_SPLITK
+layout(std430, binding = 3) writeonly buffer Part { float part[]; };
+#else
 layout(std430, binding = 3) writeonly buffer Y { sfp y_data[]; };
+#endif
+#if !VKNN_SPLITK
 #include "pw_epilogue.glsl"
+#endif
 
 layout(push_constant) uniform Params {
     uint C, H, W;
@@ -81,7 +92,7 @@ shared float stage[4 * CM * CM];
 f16vec4 ra[MAX_CHUNKS];
 f16vec4 rb[MAX_CHUNKS];
 
-uint n, g, m0, p0, P, HW, KHW, x_base, w_base;
+uint n, g, m0, p0, P, HW, KHW, x_base, w_base, k_end;
 // Flat: this invocation's 4 pixels (fixed over K) and their window origins.
 int fy[4], fx[4];
 bool fok[4];
@@ -92,7 +103,7 @@ uint packed_at(uint nn, uint c, uint sp, uint chans, uint hw) {
 }
 
 float16_t w_at(uint m, uint k) {
-    return (m < p.Mg && k < p.K) ? float16_t(LOAD(w_data, w_base + m * p.K + k)) : float16_t(0.0);
+    return (m < p.Mg && k < k_end) ? float16_t(LOAD(w_data, w_base + m * p.K + k)) : float16_t(0.0);
 }
 
 // im2col(X)[k, pixel] for a pixel with window origin (iy0, ix0); k < K.
@@ -117,7 +128,7 @@ void load_tiles(uint k0) {
         uint c = t + i * WG_SIZE;
         uint m = m0 + c / (BK / 4u), k = k0 + (c % (BK / 4u)) * 4u;
         if (VEC_A) {
-            ra[i] = (m < p.Mg && k < p.K) ? f16vec4(w4[(w_base + m * p.K + k) / 4u])
+            ra[i] = (m < p.Mg && k < k_end) ? f16vec4(w4[(w_base + m * p.K + k) / 4u])
                                           : f16vec4(0.0);
         } else {
             ra[i] = f16vec4(w_at(m, k), w_at(m, k + 1u), w_at(m, k + 2u), w_at(m, k + 3u));
@@ -130,7 +141,7 @@ void load_tiles(uint k0) {
         if (PACKED) {
             // 4 consecutive k of one pixel.
             uint pix = p0 + c / (BK / 4u), k = k0 + (c % (BK / 4u)) * 4u;
-            if (pix < P && k < p.K) {
+            if (pix < P && k < k_end) {
                 uint oy = pix / p.OW, ox = pix - oy * p.OW;
                 int iy0 = int(oy * p.SH) - int(p.PH), ix0 = int(ox * p.SW) - int(p.PW);
                 if (VEC_B) {
@@ -143,13 +154,13 @@ void load_tiles(uint k0) {
                                                  p.C, HW) / 4u]);
                 } else {
                     [[unroll]] for (uint q = 0u; q < 4u; ++q)
-                        if (k + q < p.K) v[q] = x_tap(k + q, iy0, ix0, pix);
+                        if (k + q < k_end) v[q] = x_tap(k + q, iy0, ix0, pix);
                 }
             }
         } else {
             // 4 consecutive pixels of one k (this invocation's fixed pixels).
             uint k = k0 + c / (BN / 4u);
-            if (k < p.K) {
+            if (k < k_end) {
                 uint pix = p0 + (c % (BN / 4u)) * 4u;
                 if (POINTWISE && VEC_B) {
                     if (pix < P) v = f16vec4(x4[(x_base + k * HW + pix) / 4u]);
@@ -192,8 +203,12 @@ void main() {
     KHW = p.KH * p.KW;
     p0 = gl_WorkGroupID.x * BN;
     m0 = gl_WorkGroupID.y * BM;
-    n = gl_WorkGroupID.z / p.groups;
-    g = gl_WorkGroupID.z % p.groups;
+    uint ks = gl_WorkGroupID.z % p.splits;
+    uint ng = gl_WorkGroupID.z / p.splits;
+    n = ng / p.groups;
+    g = ng % p.groups;
+    uint k_begin = ks * p.kchunk;
+    k_end = min(p.K, k_begin + p.kchunk);
     x_base = (n * p.C + g * p.Cg) * HW;
     w_base = g * p.Mg * p.K;
     if (!PACKED && !POINTWISE) {
@@ -212,14 +227,14 @@ void main() {
     [[unroll]] for (uint i = 0u; i < TM; ++i)
         [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = CM_ACC(0.0);
 
-    uint steps = (p.K + BK - 1u) / BK;
-    load_tiles(0u);
+    uint steps = (k_end - k_begin + BK - 1u) / BK;
+    load_tiles(k_begin);
     store_tiles(0u);
     barrier();
     for (uint s = 0u; s < steps; ++s) {
         uint cur = s & 1u;
         bool more = s + 1u < steps;
-        if (more) load_tiles((s + 1u) * BK);
+        if (more) load_tiles(k_begin + (s + 1u) * BK);
         [[unroll]] for (uint kk = 0u; kk < BK; kk += CM) {
             CM_A ma[TM];
             CM_B mb[TN];
@@ -259,8 +274,14 @@ void main() {
                     uint oc = g * p.Mg + m;
                     uint yi = PACKED ? packed_at(n, oc, pix, p.M, P) : (n * p.M + oc) * P + pix;
                     float v = stage[sg * CM * CM + r * CM + q];
+#if VKNN_SPLITK
+                    uint total = (gl_NumWorkGroups.z / (p.splits * p.groups))
+                                 * (PACKED ? (p.M + 3u) & ~3u : p.M) * P;
+                    part[ks * total + yi] = v;
+#else
                     if (HAS_BIAS) v += LOAD(b_data, oc);
                     STORE(y_data, yi, PW_APPLY(v, yi));
+#endif
                 }
             }
             subgroupBarrier();

@@ -1,8 +1,11 @@
 // vx.matmul / vx.gemm on tensor cores (VK_KHR_cooperative_matrix, fp16 A / B,
 // fp32 accumulation): Y[b] = alpha * A[b] @ B[b] (+ beta * C), then the fused
 // epilogue. Same operands, strides, batch decomposition and push constants as
-// matmul.comp (no split-K: kchunk = K, splits = 1); the tiling is
-// coopmat_common.glsl's.
+// matmul.comp; the tiling is coopmat_common.glsl's. Split-K (VKNN_SPLITK=1,
+// for grids too small to fill the GPU): workgroup z = batch * splits + s
+// covers K [s * kchunk, (s+1) * kchunk) and writes its unscaled fp32
+// partials to binding 2, part[s * batches*M*N + idx]; splitk_reduce.comp
+// sums them with alpha, beta * C and the epilogue.
 //
 // Operands are staged in shared memory in the order they are contiguous in
 // global memory (no transposition on the way): A(m, k) as rows of k when
@@ -38,9 +41,15 @@ layout(std430, binding = 0) readonly buffer A { sfp a_data[]; };
 layout(std430, binding = 0) readonly buffer A4 { sfp4 a4[]; };
 layout(std430, binding = 1) readonly buffer B { sfp b_data[]; };
 layout(std430, binding = 1) readonly buffer B4 { sfp4 b4[]; };
+#if VKNN_SPLITK
+layout(std430, binding = 2) writeonly buffer Part { float part[]; };
+#else
 layout(std430, binding = 2) writeonly buffer Y { sfp y_data[]; };
+#endif
 layout(std430, binding = 3) readonly buffer C { sfp c_data[]; };
+#if !VKNN_SPLITK
 #include "pw_epilogue.glsl"
+#endif
 
 layout(push_constant) uniform Params {
     uint M, N, K;
@@ -77,6 +86,7 @@ f16vec4 rb[MAX_CHUNKS];
 
 uint a_base, b_base;
 uint m0, n0;
+uint k_end;
 
 // Chunk c of the A tile: (row, col) in the tile's contiguous order.
 void a_chunk(uint c, out uint mm, out uint kk) {
@@ -90,12 +100,12 @@ void b_chunk(uint c, out uint nn, out uint kk) {
 }
 
 float16_t a_at(uint m, uint k) {
-    return (m < p.M && k < p.K) ? float16_t(LOAD(a_data, a_base + m * p.a_sm + k * p.a_sk))
+    return (m < p.M && k < k_end) ? float16_t(LOAD(a_data, a_base + m * p.a_sm + k * p.a_sk))
                                 : float16_t(0.0);
 }
 
 float16_t b_at(uint k, uint n) {
-    return (k < p.K && n < p.N) ? float16_t(LOAD(b_data, b_base + k * p.b_sk + n * p.b_sn))
+    return (k < k_end && n < p.N) ? float16_t(LOAD(b_data, b_base + k * p.b_sk + n * p.b_sn))
                                 : float16_t(0.0);
 }
 
@@ -107,7 +117,7 @@ void load_tiles(uint k0) {
         a_chunk(t + i * WG_SIZE, mm, kk);
         uint m = m0 + mm, k = k0 + kk;
         if (VEC_A) {
-            bool inside = m < p.M && k < p.K;
+            bool inside = m < p.M && k < k_end;
             uint e = a_base + m * p.a_sm + k * p.a_sk;
             ra[i] = inside ? f16vec4(a4[e / 4u]) : f16vec4(0.0);
         } else if (A_KCONTIG) {
@@ -122,7 +132,7 @@ void load_tiles(uint k0) {
         b_chunk(t + i * WG_SIZE, nn, kk);
         uint n = n0 + nn, k = k0 + kk;
         if (VEC_B) {
-            bool inside = n < p.N && k < p.K;
+            bool inside = n < p.N && k < k_end;
             uint e = b_base + k * p.b_sk + n * p.b_sn;
             rb[i] = inside ? f16vec4(b4[e / 4u]) : f16vec4(0.0);
         } else if (B_NCONTIG) {
@@ -157,7 +167,10 @@ void main() {
     uint col0 = (sg % WN) * TN * CM;
     m0 = gl_WorkGroupID.y * BM;
     n0 = gl_WorkGroupID.x * BN;
-    uint batch = gl_WorkGroupID.z;
+    uint ks = gl_WorkGroupID.z % p.splits;
+    uint batch = gl_WorkGroupID.z / p.splits;
+    uint k_begin = ks * p.kchunk;
+    k_end = min(p.K, k_begin + p.kchunk);
     a_base = p.a_off;
     b_base = p.b_off;
     uint rest = batch;
@@ -172,14 +185,14 @@ void main() {
     [[unroll]] for (uint i = 0u; i < TM; ++i)
         [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = CM_ACC(0.0);
 
-    uint steps = (p.K + BK - 1u) / BK;
-    load_tiles(0u);
+    uint steps = (k_end - k_begin + BK - 1u) / BK;
+    load_tiles(k_begin);
     store_tiles(0u);
     barrier();
     for (uint s = 0u; s < steps; ++s) {
         uint cur = s & 1u;
         bool more = s + 1u < steps;
-        if (more) load_tiles((s + 1u) * BK);  // in flight during the MMAs below
+        if (more) load_tiles(k_begin + (s + 1u) * BK);  // in flight during the MMAs below
         [[unroll]] for (uint kk = 0u; kk < BK; kk += CM) {
             CM_A ma[TM];
             CM_B mb[TN];
@@ -221,9 +234,14 @@ void main() {
                 uint n = n0 + col0 + j * CM + e % CM;
                 if (m < p.M && n < p.N) {
                     uint idx = y_base + m * p.N + n;
+#if VKNN_SPLITK
+                    part[ks * (gl_NumWorkGroups.z / p.splits) * p.M * p.N + idx] =
+                        stage[sg * CM * CM + e];
+#else
                     float v = p.alpha * stage[sg * CM * CM + e];
                     if (HAS_C) v += p.beta * LOAD(c_data, m * p.c_sm + n * p.c_sn);
                     STORE(y_data, idx, PW_APPLY(v, idx));
+#endif
                 }
             }
             subgroupBarrier();  // the block is read before the next one overwrites it
