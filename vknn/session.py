@@ -217,7 +217,7 @@ class Session:
         if "vulkan" in cfg.backends:
             from vknn.runtime.vulkan.context import shared_device
 
-            device, _, _ = shared_device()
+            device, _, _ = shared_device(cfg.device)
         program = vxm.select(device.caps if device is not None else None, "vulkan" in cfg.backends)
         if device is not None and program.kernels:
             from vknn.runtime.spirv_check import check_program
@@ -274,7 +274,7 @@ class Session:
         ):
             from vknn.runtime.vulkan.context import shared_device
 
-            device, pipelines, why = shared_device()
+            device, pipelines, why = shared_device(self.config.device)
             if device is None:
                 raise InvalidArgument(
                     f"{self._name} runs on Vulkan and there is no Vulkan device ({why}); "
@@ -333,7 +333,7 @@ class Session:
         if blob and self._target_info[0] is not None:
             from vknn.runtime.vulkan.context import shared_device
 
-            _, pipelines, _ = shared_device()
+            _, pipelines, _ = shared_device(self.config.device)
             if pipelines is not None:
                 pipelines.cache.merge(blob)  # a foreign blob is refused by the driver
 
@@ -429,7 +429,7 @@ class Session:
         from vknn.runtime.target import from_caps
         from vknn.runtime.vulkan.context import shared_device
 
-        device, _, why = shared_device()
+        device, _, why = shared_device(self.config.device)
         if device is None:
             return None, why or "no Vulkan device"
         return from_caps(device.caps), ""
@@ -462,7 +462,7 @@ class Session:
         from vknn.transforms.target_option import module_target
         from vknn.tuning import tune_module
 
-        device, pipelines, _ = shared_device()
+        device, pipelines, _ = shared_device(self.config.device)
         fast = fastmath_enabled(self.config.fastmath, module_target(module))
         self.autotune_report = tune_module(
             module, device, pipelines, self.config.autotune, self.autotune_table, fast
@@ -501,7 +501,7 @@ class Session:
             if cache.ran and self._target_info[0] is not None:
                 from vknn.runtime.vulkan.context import shared_device
 
-                _, pipelines, _ = shared_device()
+                _, pipelines, _ = shared_device(self.config.device)
                 if pipelines is not None:
                     cache.store_pipeline_cache(pipelines.cache.data())
             cache.save()

@@ -371,8 +371,9 @@ def _run(args: argparse.Namespace) -> int:
         precision=args.precision,
         shapes=_parse_shapes(args.shapes),
         dims=_parse_dims(args.dims),
-        profiling=args.profile,
+        profiling=args.profile or args.trace is not None,
         disable_vk_ops=args.disable_vk_ops,
+        device=args.device,
     )
     t0 = time.perf_counter()
     session = Session(args.model, config)
@@ -426,6 +427,19 @@ def _run(args: argparse.Namespace) -> int:
             f"fallbacks: {len(fallbacks)} node(s) not on the preferred backend, e.g. "
             + "; ".join(f"{k}: {v}" for k, v in list(fallbacks.items())[:3])
         )
+    return 0
+
+
+def _devices(args: argparse.Namespace) -> int:
+    import json
+
+    from vknn.devices import format_devices, list_devices
+
+    devices = list_devices()
+    if args.json:
+        print(json.dumps([d.to_dict() for d in devices], indent=1))
+    else:
+        print(format_devices(devices))
     return 0
 
 
@@ -514,7 +528,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", action="store_true", help="per-dispatch GPU times (timestamp queries)"
     )
     r.add_argument("--profile-top", type=int, default=25, help="rows of the profile to print")
+    r.add_argument("--device", default=None, help="Vulkan device: index or name substring")
+    r.add_argument(
+        "--trace", type=Path, default=None, help="write a Chrome-trace JSON of one profiled run"
+    )
     r.set_defaults(func=_run)
+    d = sub.add_parser("devices", help="list the Vulkan devices and what the compiler sees")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=_devices)
     return parser
 
 
