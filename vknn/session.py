@@ -591,9 +591,19 @@ class Session:
                 f"unknown input(s) {', '.join(repr(u) for u in unknown)}; "
                 f"the model's inputs are: {self._input_names()}"
             )
+        from vknn.runtime.executable import DeviceTensor
+
         checked: dict[str, np.ndarray] = {}
         for name, value in inputs.items():
             info = known[name]
+            if isinstance(value, DeviceTensor):  # io-binding: stays on the device
+                if value.dtype != info.dtype or not info.accepts(value.shape):
+                    raise InvalidArgument(
+                        f"input '{name}': expected {info.dtype}{_fmt(info.dims or ())}, got a "
+                        f"device tensor {value.dtype}{_fmt(value.shape)}"
+                    )
+                checked[name] = value  # type: ignore[assignment]
+                continue
             if not isinstance(value, np.ndarray | np.generic):
                 raise InvalidArgument(
                     f"input '{name}': expected a numpy array, got {type(value).__name__}"
@@ -612,8 +622,16 @@ class Session:
         return checked
 
     def run(
-        self, inputs: dict[str, np.ndarray], output_names: list[str] | None = None
+        self,
+        inputs: dict[str, np.ndarray],
+        output_names: list[str] | None = None,
+        *,
+        device_outputs: dict[str, Any] | None = None,
+        trace: list[Any] | None = None,
     ) -> dict[str, np.ndarray]:
+        """`device_outputs` (output name -> a `DeviceTensor` to write, or None
+        for a new one) keeps those outputs on the device; `trace` (a list)
+        gets this run's timed rows (`runtime.executable`)."""
         feeds = self._validate(inputs)
         bucket = self._select(feeds)
         if output_names is not None:
@@ -623,7 +641,9 @@ class Session:
                     raise InvalidArgument(
                         f"unknown output '{name}'; outputs are: {', '.join(known)}"
                     )
-        out = bucket.executable.run(bucket.index, feeds)
+        out = bucket.executable.run(
+            bucket.index, feeds, device_outputs=device_outputs, trace=trace
+        )
         if self._cache is not None:
             self._cache.ran = True
         if output_names is None:
