@@ -641,9 +641,7 @@ class Session:
                     raise InvalidArgument(
                         f"unknown output '{name}'; outputs are: {', '.join(known)}"
                     )
-        out = bucket.executable.run(
-            bucket.index, feeds, device_outputs=device_outputs, trace=trace
-        )
+        out = bucket.executable.run(bucket.index, feeds, device_outputs=device_outputs, trace=trace)
         if self._cache is not None:
             self._cache.ran = True
         if output_names is None:

@@ -13,7 +13,8 @@ write one. Each run is laid out on five tracks (thread ids) of one process:
     4 readback    reading each Vulkan segment's outputs (device -> host)
 
 Host times are `time.perf_counter_ns()` relative to the trace's start.
-The file is one JSON array with one event per line (onnxruntime's layout:
+The file is one JSON array: the first line opens it and names the tracks
+(metadata events), then one timed event per line (onnxruntime's layout:
 tools that read its profiles line by line read this one too).
 """
 
@@ -72,8 +73,9 @@ class Trace:
                  "args": {"name": n}} for i, n in enumerate(TRACK_NAMES)]  # fmt: skip
         meta.append({"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "ts": 0, "dur": 0,
                      "args": {"name": self.name}})  # fmt: skip
-        lines = [json.dumps(e) for e in meta + self.events]
-        Path(path).write_text("[\n" + ",\n".join(lines) + "\n]\n")
+        head = "[" + ", ".join(json.dumps(e) for e in meta)
+        lines = [head] + [json.dumps(e) for e in self.events]
+        Path(path).write_text(",\n".join(lines) + "\n]\n")
         return str(path)
 
 

@@ -363,8 +363,16 @@ class Executable:
         trace: list[Any] | None,
     ) -> dict[str, Any]:
         b: Bucket = self.program.buckets[bi]
-        if dev_out and self.device is None:
-            raise InvalidArgument("outputs on the device need a session with a Vulkan device")
+        device = self.device  # where new device outputs go: else where the bound tensors are
+        for t in (*feeds.values(), *dev_out.values()):
+            if device is None and isinstance(t, DeviceTensor):
+                device = t.device
+        if dev_out and device is None:
+            from vknn.runtime.vulkan.context import shared_device
+
+            device = shared_device()[0]
+            if device is None:
+                raise InvalidArgument("outputs on the device need a Vulkan device")
         values: list[Any] = [None] * b.values
         for io in b.inputs:
             values[io.value] = feeds[io.name]
@@ -402,7 +410,7 @@ class Executable:
             ):
                 out[io.name] = v  # copied there on the device
             else:  # computed on the host (or in another storage): written through
-                t = want[io.value] or DeviceTensor.empty(self.device, io.shape, io.dtype)
+                t = want[io.value] or DeviceTensor.empty(device, io.shape, io.dtype)
                 t.write(np.asarray(_host(v), dtype=io.dtype), f"output '{io.name}'")
                 out[io.name] = t
         return out
