@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from vknn.errors import InvalidArgument
-from vknn.ortvalue import OrtValue, by_pointer, check_device_type, vulkan_device
+from vknn.ortvalue import OrtValue, by_pointer, check_device_type, np_dtype, vulkan_device
 
 
 class IOBinding:
@@ -53,16 +53,9 @@ class IOBinding:
         shape: Any,
         buffer_ptr: int,
     ) -> None:
-        """Bind the device memory of a live OrtValue (its data_ptr())."""
+        """Bind the memory of a live OrtValue (its data_ptr())."""
         self._check(name, "input")
-        value = by_pointer(buffer_ptr) if check_device_type(device_type) == "vulkan" else None
-        if value is None:
-            raise InvalidArgument("bind_input: use bind_cpu_input for host arrays")
-        if (np.dtype(element_type), list(shape)) != (value._value.dtype, value.shape()):
-            raise InvalidArgument(
-                f"bind_input('{name}'): {np.dtype(element_type)}{list(shape)} does not match "
-                f"the bound buffer's {value._value.dtype}{value.shape()}"
-            )
+        value = _bound(by_pointer(buffer_ptr), device_type, element_type, shape, name)
         self._inputs[name] = value._value
 
     # -- outputs -----------------------------------------------------------------
@@ -79,7 +72,8 @@ class IOBinding:
         self._check(name, "output")
         kind = check_device_type(device_type)
         if buffer_ptr is not None:
-            self.bind_ortvalue_output(name, by_pointer(buffer_ptr))
+            value = _bound(by_pointer(buffer_ptr), device_type, element_type, shape, name)
+            self.bind_ortvalue_output(name, value)
             return
         if kind == "vulkan":
             vulkan_device(device_id)  # a bad device_id fails here, not at run
@@ -87,11 +81,6 @@ class IOBinding:
 
     def bind_ortvalue_output(self, name: str, value: OrtValue) -> None:
         self._check(name, "output")
-        if not value.on_device:
-            raise InvalidArgument(
-                f"bind_ortvalue_output('{name}'): VKNN writes bound outputs to 'vulkan' "
-                "OrtValues; bind_output(name) returns host arrays"
-            )
         self._outputs[name] = value
 
     def clear_binding_inputs(self) -> None:
@@ -113,19 +102,32 @@ class IOBinding:
         """What `InferenceSession.run_with_iobinding` does."""
         names = [o.name for o in self._session.get_outputs()]
         wanted = [n for n in names if n in self._outputs] or names
-        device = {
-            n: (b._value if isinstance(b, OrtValue) else None)
-            for n, b in self._outputs.items()
-            if b != "cpu"
-        }
+        bound = {n: b for n, b in self._outputs.items() if isinstance(b, OrtValue)}
+        device = {n: b._value for n, b in bound.items() if b.on_device}
+        device.update({n: None for n, b in self._outputs.items() if b == "vulkan"})
         out = self._session._run_bound(dict(self._inputs), wanted, device)
-        self._results = [
-            self._outputs[n] if isinstance(self._outputs.get(n), OrtValue) else OrtValue(out[n])
-            for n in wanted
-        ]
+        for n, b in bound.items():
+            if not b.on_device:  # a host OrtValue: written in place
+                if b.shape() != list(out[n].shape):
+                    raise InvalidArgument(f"output '{n}' has shape {list(out[n].shape)}; the "
+                                          f"bound OrtValue has {b.shape()}")  # fmt: skip
+                b._value[...] = out[n]
+        self._results = [bound[n] if n in bound else OrtValue(out[n]) for n in wanted]
 
     def get_outputs(self) -> list[OrtValue]:
         return list(self._results)
 
     def copy_outputs_to_cpu(self) -> list[np.ndarray]:
         return [np.array(v.numpy(), copy=True) for v in self._results]
+
+
+def _bound(value: OrtValue, device_type: str, element_type: Any, shape: Any, name: str) -> OrtValue:
+    """`value` if it is what a bind_input/bind_output call says it is."""
+    said = (check_device_type(device_type), np_dtype(element_type), list(shape))
+    have = (value.device_name(), np.dtype(value._value.dtype), value.shape())
+    if said != have:
+        raise InvalidArgument(
+            f"binding '{name}': {said[1]}{said[2]} on {said[0]} does not match the buffer's "
+            f"{have[1]}{have[2]} on {have[0]}"
+        )
+    return value

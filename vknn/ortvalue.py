@@ -5,7 +5,7 @@ A "vulkan" value holds a `runtime.executable.DeviceTensor`: bound as an
 input it is copied on the device into the session's memory, and an output
 bound to "vulkan" stays there, so the output of one session feeds the next
 and a batch loop uploads its inputs once. `numpy()` reads it back.
-`data_ptr()` of a device value is an opaque handle (its VkBuffer) that
+`data_ptr()` (of a device value: an opaque handle, its VkBuffer) is what
 `IOBinding.bind_input/bind_output` accept while the value is alive.
 """
 
@@ -40,6 +40,15 @@ def vulkan_device(device_id: int | str | None) -> Any:
     return device
 
 
+def np_dtype(element_type: Any) -> np.dtype:
+    """A numpy dtype from one, or from an ONNX TensorProto element type (int)."""
+    if isinstance(element_type, int) and not isinstance(element_type, bool):
+        from onnx.helper import tensor_dtype_to_np_dtype
+
+        return np.dtype(tensor_dtype_to_np_dtype(element_type))
+    return np.dtype(element_type)
+
+
 def check_device_type(device_type: str) -> str:
     kind = str(device_type).lower()
     if kind not in DEVICE_TYPES:
@@ -53,12 +62,9 @@ def check_device_type(device_type: str) -> str:
 class OrtValue:
     def __init__(self, value: Any, device_id: int = 0) -> None:
         """`value`: a numpy array (host) or a DeviceTensor (device)."""
-        from vknn.runtime.executable import DeviceTensor
-
         self._value = value
         self._device_id = device_id
-        if isinstance(value, DeviceTensor):
-            _LIVE[self.data_ptr()] = self
+        _LIVE[self.data_ptr()] = self
 
     # -- construction (onnxruntime's static methods) ---------------------------
 
@@ -77,7 +83,7 @@ class OrtValue:
     def ortvalue_from_shape_and_type(
         shape: Any, element_type: Any, device_type: str = "cpu", device_id: int = 0
     ) -> OrtValue:
-        dtype = np.dtype(element_type)
+        dtype = np_dtype(element_type)
         if check_device_type(device_type) == "cpu":
             return OrtValue(np.zeros(tuple(shape), dtype), device_id)
         from vknn.runtime.executable import DeviceTensor
@@ -143,11 +149,11 @@ class OrtValue:
 
 
 def by_pointer(ptr: int) -> OrtValue:
-    """The live device OrtValue whose data_ptr() is `ptr`."""
+    """The live OrtValue whose data_ptr() is `ptr`."""
     value = _LIVE.get(int(ptr))
     if value is None:
         raise InvalidArgument(
-            f"buffer pointer {ptr:#x} is not the data_ptr() of a live 'vulkan' OrtValue "
-            "(VKNN binds device memory it allocated: OrtValue.ortvalue_from_numpy(arr, 'vulkan'))"
+            f"buffer pointer {ptr:#x} is not the data_ptr() of a live OrtValue (VKNN binds "
+            "memory of OrtValues: OrtValue.ortvalue_from_numpy(arr, 'vulkan'))"
         )
     return value

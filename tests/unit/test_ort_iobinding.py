@@ -1,5 +1,6 @@
 """onnxruntime's io-binding tests (onnxruntime/test/python/
-onnxruntime_test_python_iobinding.py, microsoft/onnxruntime at 08ee6fc7),
+onnxruntime_test_python_iobinding.py, microsoft/onnxruntime at 08ee6fc7; one
+test from its newer version),
 adapted to `vknn`: 'cuda' is 'vulkan', and the raw pointers of bind_input /
 bind_output are the data_ptr() of live 'vulkan' OrtValues. Then what VKNN
 adds: device outputs feeding the next session and a batch loop that keeps
@@ -82,6 +83,29 @@ def test_bind_input_types(dtype) -> None:  # type: ignore[no-untyped-def]
         y = ortvalue.numpy()
         assert y.dtype == x.dtype
         np.testing.assert_array_equal(x, y)
+
+
+ONNX_TYPES = [T.FLOAT, T.UINT8, T.INT8, T.UINT16, T.INT16, T.INT32, T.INT64, T.BOOL,
+              T.FLOAT16, T.DOUBLE, T.UINT32, T.UINT64]  # fmt: skip
+
+
+@pytest.mark.parametrize("onnx_dtype", ONNX_TYPES)
+def test_bind_onnx_types_supported_by_numpy(onnx_dtype) -> None:  # type: ignore[no-untyped-def]
+    """From the newer upstream version of the file (at 6db7bd80): pointers of
+    host OrtValues, element types given as ONNX TensorProto types."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    x = np.arange(8).reshape((-1, 2)).astype(tensor_dtype_to_np_dtype(onnx_dtype))
+    sess = onnxrt.InferenceSession(M.identity(onnx_dtype, [None, 2]).SerializeToString())
+    places = ["cpu", "vulkan"] if x.dtype in DEVICE_DTYPES else ["cpu"]
+    for place in places:
+        ort_value_x = onnxrt.OrtValue.ortvalue_from_numpy(x, place, 0)
+        ort_value_y = onnxrt.OrtValue.ortvalue_from_shape_and_type(x.shape, onnx_dtype, place, 0)
+        bind = sess.io_binding()
+        bind.bind_input("X", place, 0, onnx_dtype, x.shape, ort_value_x.data_ptr())
+        bind.bind_output("Y", place, 0, onnx_dtype, x.shape, ort_value_y.data_ptr())
+        sess.run_with_iobinding(bind)
+        np.testing.assert_array_equal(x, ort_value_y.numpy())
 
 
 def test_bind_input_only(session) -> None:  # type: ignore[no-untyped-def]
