@@ -26,12 +26,16 @@ def vi(name: str, elem: int, shape: list) -> onnx.ValueInfoProto:  # type: ignor
     return helper.make_tensor_value_info(name, elem, shape)
 
 
+W_MUL = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=np.float32)
+
+
 def mul_1() -> onnx.ModelProto:
-    """Y = X * X, X float [3, 2]."""
+    """Y = X * W, X float [3, 2], W = [[1, 2], [3, 4], [5, 6]] (as upstream's)."""
     return _model(
-        [helper.make_node("Mul", ["X", "X"], ["Y"], name="mul0")],
+        [helper.make_node("Mul", ["X", "W"], ["Y"], name="mul0")],
         [vi("X", T.FLOAT, [3, 2])],
         [vi("Y", T.FLOAT, [3, 2])],
+        [numpy_helper.from_array(W_MUL, "W")],
     )
 
 
