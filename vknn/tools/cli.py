@@ -6,6 +6,10 @@
                             [--precision low] [--bucket x=1x3x224x224 ...]
     vknn run model.onnx|model.vxm [--input name=file.npy ...] [--backends cpu]
                         [--compare-ort] [--shapes ...] [--dims ...] [--seed 0]
+                        [--device 0|NAME] [--profile] [--trace trace.json]
+    vknn devices [--json]
+    vknn bench model.onnx|model.vxm [--batch N] [--runs N] [--devices all|0,1] [--json]
+                        [--plot out.png] [--no-ort]
 
 User errors (bad files, undeclared dynamic axes, unsupported ops) print as
 one `vknn: error: ...` line and exit with status 1.
@@ -421,6 +425,13 @@ def _run(args: argparse.Namespace) -> int:
         from vknn.session import format_profile
 
         print(format_profile(session.profile(feeds), top=args.profile_top))
+    if args.trace is not None:
+        from vknn.trace import Trace, run_traced
+
+        trace = Trace(str(args.model))
+        run_traced(session, trace, feeds)
+        trace.write(args.trace)
+        print(f"trace    {args.trace}: {len(trace.events)} events of one run (Chrome trace JSON)")
     fallbacks = session.fallback_reasons()
     if fallbacks:
         print(
