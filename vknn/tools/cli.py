@@ -441,6 +441,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    import json
+
+    from vknn.tools.bench import bench, format_result, plot
+
+    result = bench(args)
+    print(format_result(result))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"json       {args.json}")
+    if args.plot is not None:
+        plot(result, args.plot)
+        print(f"plot       {args.plot}")
+    return 0
+
+
 def _devices(args: argparse.Namespace) -> int:
     import json
 
@@ -547,6 +563,21 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("devices", help="list the Vulkan devices and what the compiler sees")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=_devices)
+    b = sub.add_parser("bench", help="latency, throughput, start-up, devices, vs onnxruntime")
+    b.add_argument("model", type=Path)
+    b.add_argument("--batch", type=int, default=None, help="batch on every input's first axis")
+    b.add_argument("--runs", type=int, default=50)
+    b.add_argument("--warmup", type=int, default=5)
+    b.add_argument("--precision", choices=("high", "normal", "low"), default=None)
+    b.add_argument("--backends", default="vulkan,cpu")
+    b.add_argument("--dims", default="", help="symbolic dims, seq=128")
+    b.add_argument(
+        "--devices", default="0", help='"all" (one session per Vulkan device) or indices: 0,1'
+    )
+    b.add_argument("--no-ort", action="store_true", help="skip onnxruntime (CPU) side by side")
+    b.add_argument("--json", type=Path, default=None, help="write every number as JSON")
+    b.add_argument("--plot", type=Path, default=None, help="latency histogram and op-kind bars")
+    b.set_defaults(func=_bench)
     return parser
 
 
