@@ -54,6 +54,11 @@ class Config:
     """Execution contexts per session (device memory and command buffers of
     their own): runs from several threads overlap up to this many at once;
     more wait. The first is made at creation, the others on demand."""
+    device: int | str | None = None
+    """The Vulkan device (`vknn devices` lists them): an index or a substring
+    of the name; None = env VKNN_DEVICE, else the first discrete GPU,
+    integrated, virtual, then CPU. One that names no device is an error
+    listing the devices."""
     pipeline: str = "standard"
     """The named compiler pipeline (vknn.transforms.pipelines)."""
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -89,6 +94,10 @@ class Config:
             )
         if not isinstance(self.contexts, int) or self.contexts < 1:
             raise InvalidArgument(f"Config.contexts must be a positive int, got {self.contexts!r}")
+        if self.device is not None and not isinstance(self.device, int | str):
+            raise InvalidArgument(
+                f"Config.device must be an index or a name substring, got {self.device!r}"
+            )
         if self.autotune not in ("off", "fast", "thorough"):
             raise InvalidArgument(
                 f"Config.autotune must be off, fast or thorough, got '{self.autotune}'"
