@@ -215,7 +215,9 @@ class ModelCache:
         try:
             outer = msgpack.unpackb(data, raw=False, strict_map_key=True)
         except Exception:
-            return "not a VKNN model cache" if not data.startswith(b"\x84") else "corrupt"
+            if len(data) < len(HEADER) and HEADER.startswith(data):
+                return "truncated before its header"
+            return "corrupt" if data.startswith(HEADER) else "not a VKNN model cache"
         if not isinstance(outer, dict) or outer.get("magic") != MAGIC:
             return "not a VKNN model cache"
         if outer.get("format") != FORMAT_VERSION:
@@ -353,16 +355,24 @@ class ModelCache:
         os.replace(tmp, self.path)
 
 
+HEADER = b"\x84" + msgpack.packb("magic") + msgpack.packb(MAGIC)
+"""How every cache file starts (the outer map's header, then the magic entry)."""
+
+
 def is_cache_file(path: Path) -> bool:
-    """A regular file that starts like a VKNN model cache."""
+    """A regular file that starts like a VKNN model cache, or one cut before
+    the end of that start (empty, or a prefix of it: a damaged cache, which
+    is rebuilt; anything else is somebody's file and never overwritten)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
             return False
-        with open(path, "rb") as f:
-            head = f.read(32)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(len(HEADER))
     except OSError:
         return False
-    return msgpack.packb("magic") + msgpack.packb(MAGIC) in head
+    return head == HEADER or (len(head) < len(HEADER) and HEADER.startswith(head))
 
 
 def _remove_stale_temps(path: Path) -> None:
