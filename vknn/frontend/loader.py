@@ -59,7 +59,7 @@ def read_model_bytes(path: Path) -> bytes:
             )
         try:
             with os.fdopen(fd, "rb", closefd=False) as f:
-                return f.read(MAX_MODEL_BYTES + 1)[:MAX_MODEL_BYTES]
+                return f.read(st.st_size + 1)[:MAX_MODEL_BYTES]  # not read(huge): it allocates
         except OSError as e:
             raise ModelLoadError(f"{path}: cannot read ({_strerror(e)})") from None
     finally:
