@@ -404,7 +404,12 @@ def _run(args: argparse.Namespace) -> int:
     feeds = random_inputs(session, args.seed)
     for item in args.input:
         name, _, path = item.partition("=")
-        feeds[name] = np.load(path)
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:  # missing, not .npy, object array
+            raise VknnError(
+                f"--input {name}={path}: cannot load ({' '.join(str(e).split())})"
+            ) from None
     t0 = time.perf_counter()
     outputs = session.run(feeds)
     t_run = time.perf_counter() - t0
@@ -607,6 +612,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VknnError as e:
         print(f"vknn: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
+    except BaseException as e:  # noqa: BLE001  (the last line of defence: one line, never a traceback)
+        return top_level_error("vknn", e)
+
+
+def top_level_error(tool: str, e: BaseException) -> int:
+    """What a tool prints for an exception no check turned into a VknnError:
+    one line and a non-zero status (VKNN_DEBUG=1: the traceback too).
+    SystemExit passes through; Ctrl-C exits 130 quietly."""
+    import os
+    import traceback
+
+    if isinstance(e, SystemExit):
+        raise e
+    if isinstance(e, KeyboardInterrupt):
+        return 130
+    if os.environ.get("VKNN_DEBUG"):
+        traceback.print_exception(e)
+    text = " ".join(str(e).split())
+    if type(e).__name__ == "ArgSpecParseError":  # xDSL's, a BaseException: a bad option
+        msg = f"bad pass pipeline or pass option: {text}"
+    elif isinstance(e, KeyError) and isinstance(e.args[0], str) and " " in e.args[0]:
+        msg = " ".join(e.args[0].split())  # a lookup that explains itself (unknown pipeline)
+    elif isinstance(e, MemoryError):
+        msg = "out of memory" + (f" ({text})" if text else "")
+    elif isinstance(e, OSError) and e.filename is not None:
+        msg = f"{e.filename}: {e.strerror or text}"
+    else:
+        msg = (
+            f"internal error ({type(e).__name__}: {text or 'no message'}); please report it "
+            "(VKNN_DEBUG=1 prints the traceback)"
+        )
+    print(f"{tool}: error: {msg}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
