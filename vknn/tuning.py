@@ -34,7 +34,6 @@ compiler), like the session facade.
 from __future__ import annotations
 
 import math
-import shutil
 import statistics
 import sys
 import time
@@ -339,33 +338,22 @@ def time_dispatches(
 
 
 class _Progress:
-    """A one-line bar on a terminal; nothing elsewhere until `done`."""
+    """A bar on a terminal (vknn.progress); the summary line anywhere."""
 
     def __init__(self, stream: TextIO | None, total: int) -> None:
+        from vknn.progress import Bar
+
         self.stream = stream
-        self.total = total
-        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
-        self.t0 = time.perf_counter()
+        self.bar = Bar(total, "vknn autotune", stream) if stream is not None else None
 
     def update(self, done: int, label: str) -> None:
-        if not self.tty or self.stream is None:
-            return
-        width = shutil.get_terminal_size((80, 20)).columns
-        frac = done / max(1, self.total)
-        bar = "#" * int(20 * frac) + "-" * (20 - int(20 * frac))
-        line = (
-            f"vknn autotune [{bar}] {done}/{self.total} "
-            f"{time.perf_counter() - self.t0:5.1f}s  {label}"
-        )
-        self.stream.write("\r" + line[: width - 1].ljust(width - 1))
-        self.stream.flush()
+        if self.bar is not None:
+            self.bar.update(done - self.bar.done, label)
 
     def done(self, summary: str) -> None:
-        if self.stream is None:
+        if self.bar is None or self.stream is None:
             return
-        if self.tty:
-            width = shutil.get_terminal_size((80, 20)).columns
-            self.stream.write("\r" + " " * (width - 1) + "\r")
+        self.bar.close()
         self.stream.write(summary + "\n")
         self.stream.flush()
 

@@ -94,7 +94,9 @@ def test_codegen_contract() -> None:
     sin = [_op("math.sin", [0], 1), _yield(1)]
     assert "trigonometric" in (unsupported(sin, [x], [x]) or "")
     i64 = [_op("arith.fptosi", [0], 1, "int64"), _op("arith.sitofp", [1], 2), _yield(2)]
-    assert "int64" in (unsupported(i64, [x], [x]) or "")
+    # int64 values: 64-bit GLSL (shaderInt64) standalone, never in an epilogue.
+    assert "int64" in (unsupported(i64, [x], [x], primary=0) or "")
+    assert generate(i64, [x], [x], primary=None).defines["VKNN_INT64"] == "1"
 
 
 def test_gates_say_why() -> None:
