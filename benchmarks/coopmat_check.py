@@ -23,7 +23,9 @@ timings of coopmat vs the scalar kernels on the same device.
 model unless --models is given: to test the script itself on any device
 (lavapipe: no coopmat, so every case reports "not selected"). --out DIR:
 writes coopmat_check.json there. Exit status 1 when any selected case fails
-its tolerance or a model's cosine is below 0.999.
+its tolerance or a model's `low` coopmat output is below cosine 0.999 against
+its `low` output without coopmat (the cosine of each against `high` is
+reported beside it).
 """
 
 from __future__ import annotations
@@ -362,11 +364,11 @@ def check_model(name: str, runs: int) -> dict[str, Any]:
     if "low" in outs and "low-coopmat" in outs:
         # Tensor cores against the scalar kernels at the same storage precision.
         row["low-coopmat"]["cosine_vs_low"], _ = _compare(outs["low"], outs["low-coopmat"])
-    row["ok"] = all(
-        isinstance(row.get(k), dict) and row[k].get("cosine_vs_high", 0) >= MODEL_COS_TOL
-        and row[k].get("finite", False)
-        for k in ("low", "low-coopmat")
-    )  # fmt: skip
+    # Tensor cores are judged against the scalar kernels at the same storage
+    # precision; `low` vs `high` (fp16 storage itself) is reported, not judged
+    # here (randomly weighted CNNs can overflow fp16 with or without coopmat).
+    cm = row.get("low-coopmat", {})
+    row["ok"] = bool(cm.get("cosine_vs_low", 0.0) >= MODEL_COS_TOL and cm.get("finite", False))
     return row
 
 
