@@ -4,6 +4,7 @@ timings of coopmat vs the scalar kernels on the same device.
 
     python benchmarks/coopmat_check.py [--require-coopmat] [--quick] [--out DIR]
                                        [--dry-run] [--models resnet50,bert] [--runs 30]
+                                       [--only SUBSTR,...] [--batch N] [--autotune fast]
 
 - kernels: one small ONNX graph per case (MatMul, batched MatMul with
   transposed / broadcast operands, Gemm with C and trans_b, 1x1 / k x k /
@@ -16,14 +17,20 @@ timings of coopmat vs the scalar kernels on the same device.
   the same case compiled with `VKNN_COOPMAT=0` (the scalar kernels).
 - models: ResNet-50 (onnx light model) and a BERT-mini encoder (tests/models)
   at `high`, `low` without coopmat and `low` with coopmat: cosine of each
-  `low` output vs the `high` one, coopmat dispatch count, median run time.
+  `low` output vs the `high` one and of coopmat vs plain `low`, coopmat
+  dispatch count, median run time and GPU time (timestamp queries). Any
+  bench_models.py model works (`--models resnet18 --batch 64` for a
+  throughput figure: resnet18, mobilenet_v2 and bert have a symbolic batch);
+  `--autotune fast` tunes the `low` sessions (coopmat vs scalar configs).
 
 --require-coopmat: exit 1 when the device has no VK_KHR_cooperative_matrix
 (16x16x16 fp16 -> fp32 subgroup shape). --dry-run: small shapes, 3 runs, no
 model unless --models is given: to test the script itself on any device
 (lavapipe: no coopmat, so every case reports "not selected"). --out DIR:
 writes coopmat_check.json there. Exit status 1 when any selected case fails
-its tolerance or a model's cosine is below 0.999.
+its tolerance or a model's `low` coopmat output is below cosine 0.999 against
+its `low` output without coopmat (the cosine of each against `high` is
+reported beside it).
 """
 
 from __future__ import annotations
@@ -321,14 +328,19 @@ def check_kernel(case: Case, runs: int) -> dict[str, Any]:
     return row
 
 
-def check_model(name: str, runs: int) -> dict[str, Any]:
-    from bench_models import DIMS, build_model, model_feeds
+def check_model(name: str, runs: int, batch: int = 1, autotune: str = "off") -> dict[str, Any]:
+    import bench_models
+    from bench_models import build_model, model_feeds
+
+    # Models with a symbolic batch dim (the torch exports) run at `batch`.
+    bench_models.DIMS["batch"] = batch
+    dims = dict(bench_models.DIMS)
 
     work = Path(os.environ.get("VKNN_BENCH_DIR", "/tmp/vknn_coopmat_check"))
     work.mkdir(parents=True, exist_ok=True)
     path = build_model(name, work)
     feeds = model_feeds(path)
-    row: dict[str, Any] = {"model": name}
+    row: dict[str, Any] = {"model": name, "batch": batch, "autotune": autotune}
     outs: dict[str, np.ndarray] = {}
     for label, precision, cm in (("high", "high", False), ("low", "low", False),
                                  ("low-coopmat", "low", True)):  # fmt: skip
@@ -336,7 +348,10 @@ def check_model(name: str, runs: int) -> dict[str, Any]:
             import vknn
 
             os.environ["VKNN_COOPMAT"] = "1" if cm else "0"
-            cfg = vknn.Config(precision=precision, cache_file="off", dims=DIMS, profiling=True)
+            cfg = vknn.Config(
+                precision=precision, cache_file="off", dims=dims, profiling=True,
+                autotune=autotune if precision == "low" else "off",
+            )  # fmt: skip
             sess = vknn.Session(str(path), cfg)
             outs[label] = np.asarray(list(sess.run(feeds).values())[0])
             times = []
@@ -362,11 +377,11 @@ def check_model(name: str, runs: int) -> dict[str, Any]:
     if "low" in outs and "low-coopmat" in outs:
         # Tensor cores against the scalar kernels at the same storage precision.
         row["low-coopmat"]["cosine_vs_low"], _ = _compare(outs["low"], outs["low-coopmat"])
-    row["ok"] = all(
-        isinstance(row.get(k), dict) and row[k].get("cosine_vs_high", 0) >= MODEL_COS_TOL
-        and row[k].get("finite", False)
-        for k in ("low", "low-coopmat")
-    )  # fmt: skip
+    # Tensor cores are judged against the scalar kernels at the same storage
+    # precision; `low` vs `high` (fp16 storage itself) is reported, not judged
+    # here (randomly weighted CNNs can overflow fp16 with or without coopmat).
+    cm = row.get("low-coopmat", {})
+    row["ok"] = bool(cm.get("cosine_vs_low", 0.0) >= MODEL_COS_TOL and cm.get("finite", False))
     return row
 
 
@@ -399,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--models", default=None, help="comma list (default resnet50,bert)")
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=1, help="batch of models with a symbolic one")
+    ap.add_argument("--autotune", default="off", help="off|fast|thorough for the low sessions")
     ap.add_argument(
         "--only", default="", help="run only cases whose name contains one of these (comma list)"
     )
@@ -430,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.models if args.models is not None else ("" if args.dry_run else "resnet50,bert")
     models = []
     for name in [n for n in names.split(",") if n]:
-        row = check_model(name, runs)
+        row = check_model(name, runs, args.batch, args.autotune)
         models.append(row)
         print(f"  model {name}: {json.dumps(row)}", flush=True)
     bad = [r for r in kernels if not r.get("ok")]

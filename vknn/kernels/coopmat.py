@@ -92,7 +92,7 @@ def heuristic_tile(options: list[tuple[int, int]], m: int, n: int, batch: int) -
         # A tile much larger than the product only adds padding.
         if groups(t) >= FILL_GROUPS and t[0] <= _ceil16(m) * 2 and t[1] <= _ceil16(n) * 2:
             return t
-    return max(options, key=lambda t: (groups(t), t[0] * t[1]))
+    return max(options, key=lambda t: (groups(t), -t[0] * t[1]))
 
 
 def _ceil16(x: int) -> int:
