@@ -193,7 +193,7 @@ class Corpus:
             for b in ("cpu", *(["vulkan,cpu"] if "vulkan" in backends else [])):
                 out = root / "vxm" / f"{name}.{b.split(',')[0]}.vxm"
                 out.parent.mkdir(exist_ok=True)
-                _compile_vxm(path, out, b)
+                _in_child(lambda p=path, o=out, b=b: _compile_vxm(p, o, b))  # threads: not here
                 self.vxm[out.stem] = out
         # Clean caches and reference outputs, written by sessions in children.
         self.caches: dict[str, Path] = {}
