@@ -151,8 +151,6 @@ def _compile_vxm(model: Path, out: Path, backends: str) -> None:
     from vknn.tools.cli import main as vknn_main
 
     argv = ["compile", str(model), "-o", str(out), "--backends", backends, "--dims", "N=2"]
-    if "vulkan" in backends:
-        argv += ["--target", "lavapipe"]
     with contextlib.redirect_stdout(io.StringIO()):
         rc = vknn_main(argv)
     if rc != 0 or not out.exists():
