@@ -265,6 +265,7 @@ def _decode(d: Any) -> Program:
     target = Target.from_dict(d["target"])
     compiled_for = Target.from_dict(d.get("compiled_for", d["target"]))
     kernels = tuple(_kernel(k, i) for i, k in enumerate(_list(d["kernels"], "kernels", 1 << 16)))
+    check_kernel_limits(kernels, target)
     weights = tuple(_weight(w, i) for i, w in enumerate(_list(d["weights"], "weights")))
     arrays = tuple(_array(a, i) for i, a in enumerate(_list(d["arrays"], "arrays")))
     buckets = tuple(
@@ -272,6 +273,7 @@ def _decode(d: Any) -> Program:
         for i, b in enumerate(_list(d["buckets"], "buckets", 4096))
     )
     _need(bool(buckets), "a program needs at least one bucket")
+    check_dispatch_limits(buckets, target)
     keys = [b.key for b in buckets]
     _need(len(set(keys)) == len(keys), "two buckets serve the same input shapes")
     first = buckets[0]
@@ -650,3 +652,58 @@ def check_barriers(seg: VulkanSegment, kernels: tuple[Kernel, ...], where: str) 
         a = (d.arena, d.offset, d.offset + d.nbytes, STAGE_HOST, -1)
         _need(not _overlap(a, host), f"{where}: a download reads device writes that no "
               "barrier made visible to the host")  # fmt: skip
+
+
+# -- device limits and specialization constants ------------------------------------
+
+SPEC_INT_MAX = 1 << 16
+"""The largest integer specialization constant a kernel takes. VKNN's kernels
+use them for tile sizes, kinds, ranks and bit widths, all small and never
+negative; a tile of -1 or 2^31 makes the driver size shared memory or loops
+from garbage (lavapipe crashes), so anything else is refused."""
+
+
+def check_kernel_limits(kernels: tuple[Kernel, ...], target: Target) -> None:
+    """Each kernel's workgroup size and push constants within the limits of
+    the program's target (which the device is checked against), and its
+    specialization constants within what kernels take (SPEC_INT_MAX; that
+    each is declared by the module with the same kind is `spirv_check`'s)."""
+    for i, k in enumerate(kernels):
+        w = f"kernel {i} ({k.name})"
+        for axis, (n, lim) in enumerate(zip(k.local_size, target.max_compute_work_group_size,
+                                            strict=True)):  # fmt: skip
+            _need(n <= lim, f"{w}: workgroup size {n} on axis {axis} is over the limit {lim}")
+        total = math.prod(k.local_size)
+        lim = target.max_compute_work_group_invocations
+        _need(total <= lim, f"{w}: {total} invocations per workgroup is over the limit {lim}")
+        _need(k.push_size <= target.max_push_constants_size,
+              f"{w}: {k.push_size} bytes of push constants is over the limit "
+              f"{target.max_push_constants_size}")  # fmt: skip
+        ids = [cid for cid, _, _ in k.spec]
+        _need(len(set(ids)) == len(ids), f"{w}: a specialization constant is given twice")
+        for cid, kind, value in k.spec:
+            if kind == "i":
+                _need(0 <= int(value) <= SPEC_INT_MAX,
+                      f"{w}: specialization constant {cid} = {value} is outside "
+                      f"[0, {SPEC_INT_MAX}]")  # fmt: skip
+            else:
+                _need(math.isfinite(float(value)),
+                      f"{w}: specialization constant {cid} = {value} is not finite")  # fmt: skip
+
+
+def check_dispatch_limits(buckets: tuple[Bucket, ...], target: Target) -> None:
+    """Group counts and binding sizes within the target's limits."""
+    for b in buckets:
+        for j, seg in enumerate(b.segments):
+            if not isinstance(seg, VulkanSegment):
+                continue
+            for n, c in enumerate(seg.commands):
+                if not isinstance(c, DispatchCmd):
+                    continue
+                w = f"bucket {b.name} segment {j} command {n}"
+                for g, lim in zip(c.groups, target.max_compute_work_group_count, strict=True):
+                    _need(g <= lim, f"{w}: {g} workgroups is over the limit {lim}")
+                for r in c.bindings:
+                    _need(r.size <= target.max_storage_buffer_range,
+                          f"{w}: a binding of {r.size} bytes is over maxStorageBufferRange "
+                          f"{target.max_storage_buffer_range}")  # fmt: skip
