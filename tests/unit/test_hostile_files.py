@@ -362,6 +362,16 @@ def test_type_error_in_shape_inference_is_one_line() -> None:
     assert "\n" not in str(err.value) and "Conv" in str(err.value)
 
 
+def test_invalid_utf8_in_names_is_one_line() -> None:
+    """protobuf returns a proto2 string with invalid UTF-8 as bytes (was a
+    TypeError in the schema lookup and elsewhere)."""
+    model = _graph([helper.make_node("Relu", ["x"], ["y"], name="relu")])
+    data = model.SerializeToString().replace(b"Relu", b"Rel\x80")
+    with pytest.raises(ModelLoadError, match="not valid UTF-8") as err:
+        vknn.Session(data, CPU)
+    assert "\n" not in str(err.value)
+
+
 # -- item 11: CLI options, one line ---------------------------------------------------------
 
 
@@ -376,6 +386,8 @@ def test_type_error_in_shape_inference_is_one_line() -> None:
          "vknn: error: --input x=/missing.npy: cannot load"),
         (["vknn", "run", "--backends", "cpu", "--input", "x={obj}"],
          "vknn: error: --input x={obj}: cannot load (Object arrays"),
+        (["vknn", "run", "--seed", "-1"], "vknn: error: argument --seed"),
+        (["vknn", "run", "--nosuch"], "vknn: error: unrecognized arguments: --nosuch"),
     ],
 )  # fmt: skip
 def test_cli_errors_are_one_line(tmp_path: Path, argv: list[str], message: str) -> None:
