@@ -23,6 +23,7 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 def check_graph(model: ModelProto, name: str, opset: int) -> None:
     """ModelLoadError for the first node or declaration that is invalid."""
     g = model.graph
+    _check_utf8(g, name)
     seen_inputs: set[str] = set()
     for vi in g.input:
         if vi.name in seen_inputs:
@@ -89,6 +90,28 @@ def _check_node(node: NodeProto, where: str, opset: int) -> None:
     for attr_name, spec in declared.items():
         if spec.required and attr_name not in names:
             raise ModelLoadError(f"{where}: required attribute '{attr_name}' is missing")
+
+
+def _check_utf8(g: onnx.GraphProto, name: str) -> None:
+    """protobuf hands a proto2 string with invalid UTF-8 over as bytes: refuse
+    it here, before any code formats or compares it as text."""
+
+    def bad(s: object) -> bool:
+        return not isinstance(s, str)
+
+    for vi in (*g.input, *g.output, *g.value_info):
+        if bad(vi.name):
+            raise ModelLoadError(f"{name}: a graph value name is not valid UTF-8: {vi.name!r}")
+    for t in g.initializer:
+        if bad(t.name) or any(bad(e.key) or bad(e.value) for e in t.external_data):
+            raise ModelLoadError(f"{name}: initializer {t.name!r}: a name is not valid UTF-8")
+    for node in g.node:
+        fields = [node.name, node.op_type, node.domain, *node.input, *node.output]
+        fields += [a.name for a in node.attribute]
+        if any(bad(f) for f in fields):
+            raise ModelLoadError(
+                f"{name}: node {node.name!r} ({node.op_type!r}): a name is not valid UTF-8"
+            )
 
 
 def _range(lo: int, hi: int) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from vknn.errors import VknnError
 from vknn.kernels.records import Binding, Dispatch, KernelKey, SpecValue, TensorRef
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.target import Target
@@ -101,6 +102,10 @@ class RecordContext:
         return self.scratch is not None
 
 
+class InvalidTuneConfig(VknnError, ValueError):
+    """A pinned `vkd.config` that is not one of the kernel's valid configurations."""
+
+
 TuneConfig = dict[str, Any]
 """One configuration of a tunable kernel (plain ints/strings: msgpack-able)."""
 
@@ -126,7 +131,10 @@ class TuningSpace:
         """ctx.config, else the table's entry if valid here, else the default."""
         if ctx.config is not None:
             if dict(ctx.config) not in self.thorough:
-                raise ValueError(f"{self.key}: config {dict(ctx.config)} is not a candidate")
+                raise InvalidTuneConfig(
+                    f"vkd.config {dict(ctx.config)} of {self.label} is not a candidate here "
+                    f"(key {self.key}; e.g. {self.default})"
+                )
             return dict(ctx.config)
         entry = (ctx.tuning or {}).get(self.key)
         # A table from another device or version may list a config invalid here.

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from vknn.errors import VknnError
 
@@ -511,8 +512,27 @@ def _op_counts(module) -> Counter[str]:  # type: ignore[no-untyped-def]
     return Counter(op.name for op in _graph_ops(module))
 
 
+def _seed_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--seed must be a non-negative integer, not {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one `vknn: error:` line (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        print(f"vknn: error: {text} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vknn", description="ONNX on Vulkan")
+    parser = _Parser(prog="vknn", description="ONNX on Vulkan")
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="import a model and run the compiler pipeline")
     c.add_argument("model", type=Path)
@@ -564,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backends", default="vulkan,cpu", help="priority order, e.g. cpu")
     r.add_argument("--shapes", default="")
     r.add_argument("--dims", default="")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=_seed_arg, default=0)
     r.add_argument("--compare-ort", action="store_true", help="compare with onnxruntime (CPU)")
     r.add_argument(
         "--precision",
