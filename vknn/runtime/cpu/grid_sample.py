@@ -61,17 +61,24 @@ def grid_sample(step: Step, inputs: list[Array | None]) -> list[Array]:
     n, c, dims = x.shape[0], x.shape[1], x.shape[2:]
     out_sp = grid.shape[1:-1]
     g = grid.reshape(n, -1, len(dims)).astype(np.float64)[..., ::-1]  # [N, P, r]: D1..Dr
-    taps_per_dim = []
+    coords, bounds = [], []
     for i, size in enumerate(dims):
         v = g[..., i]
         v = ((v + 1) / 2 * (size - 1) if align else ((v + 1) * size - 1) / 2).astype(np.float32)
-        lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
-        if mode == "nearest":
-            v = np.rint(v)
-        if pad == "border":
-            v = np.where((v < lo) | (v > hi), np.clip(v, 0, size - 1), v)
-        elif pad == "reflection":
-            v = _reflect(v.astype(np.float64), lo, hi).astype(np.float32)
+        coords.append(np.rint(v) if mode == "nearest" else v)
+        bounds.append((0.0, size - 1.0) if align else (-0.5, size - 0.5))
+    # As onnxruntime: a point outside the border on any axis is reflected on
+    # every axis.
+    outside = np.zeros(g.shape[:2], bool)
+    for v, (lo, hi) in zip(coords, bounds, strict=True):
+        outside |= (v < lo) | (v > hi)
+    taps_per_dim = []
+    for i, size in enumerate(dims):
+        v, (lo, hi) = coords[i], bounds[i]
+        # Border needs no clamp of the coordinate: each tap index is clamped
+        # (onnxruntime's cubic reads the 4x4 taps around the unclamped point).
+        if pad == "reflection":
+            v = np.where(outside, _reflect(v.astype(np.float64), lo, hi).astype(np.float32), v)
         v = v.astype(np.float64)
         if mode == "nearest":
             taps = [(v.astype(np.int64), np.ones_like(v))]
@@ -87,6 +94,7 @@ def grid_sample(step: Step, inputs: list[Array | None]) -> list[Array]:
             ok = (idx >= 0) & (idx < size)
             if pad == "border":
                 idx = np.clip(idx, 0, size - 1)
+                ok = np.ones_like(ok)
             elif pad == "reflection":
                 idx = _reflect(idx.astype(np.float64), lo, hi).astype(np.int64)
                 ok = np.ones_like(ok)
