@@ -149,3 +149,49 @@ def split(step: Step, inputs: list[Array | None]) -> list[Array]:
         sizes = [min(part, x.shape[a] - i * part) for i in range(n)]
     cuts = np.cumsum(sizes)[:-1]
     return [np.ascontiguousarray(p) for p in np.split(x, cuts, axis=a)]
+
+
+@register("onnx.MatMul")
+def matmul(step: Step, inputs: list[Array | None]) -> list[Array]:
+    a, b = need(inputs[0]), need(inputs[1])
+    if a.dtype.kind == "f":
+        a, b = widen(a), widen(b)
+    return [np.asarray(np.matmul(a, b)).astype(out_dtype(step))]
+
+
+@register("onnx.Gemm")
+def gemm(step: Step, inputs: list[Array | None]) -> list[Array]:
+    a, b = widen(need(inputs[0])), widen(need(inputs[1]))
+    a = a.T if int(attr(step, "transA", 0)) else a
+    b = b.T if int(attr(step, "transB", 0)) else b
+    y = float(attr(step, "alpha", 1.0)) * (a @ b)
+    if len(inputs) > 2 and inputs[2] is not None:
+        y = y + float(attr(step, "beta", 1.0)) * widen(inputs[2])
+    return [y.astype(out_dtype(step))]
+
+
+def _softmax(step: Step, inputs: list[Array | None], log: bool) -> list[Array]:
+    x = widen(need(inputs[0]))
+    a = axis(step, x.ndim, -1)
+    shifted = x - np.max(x, axis=a, keepdims=True)
+    lse = np.log(np.sum(np.exp(shifted), axis=a, keepdims=True))
+    y = shifted - lse if log else np.exp(shifted - lse)
+    return [y.astype(out_dtype(step))]
+
+
+@register("onnx.Softmax")
+def softmax(step: Step, inputs: list[Array | None]) -> list[Array]:
+    return _softmax(step, inputs, log=False)
+
+
+@register("onnx.LogSoftmax")
+def log_softmax(step: Step, inputs: list[Array | None]) -> list[Array]:
+    return _softmax(step, inputs, log=True)
+
+
+@register("onnx.Flatten")
+def flatten(step: Step, inputs: list[Array | None]) -> list[Array]:
+    x = need(inputs[0])
+    a = axis(step, x.ndim + 1, 1) if x.ndim else 0
+    lead = int(np.prod(x.shape[:a])) if a else 1
+    return [x.reshape(lead, -1)]
