@@ -244,7 +244,9 @@ def _wrap(block: Block, backend: str, ops: list[Operation]) -> None:
                     continue
                 if not isinstance(owner, Operation) and inside(owner.parent_op()):  # type: ignore[arg-type]
                     continue  # a block argument of a nested region
-                if isinstance(owner, Operation) and owner.name in segment_steps.CONSTANT_OPS:
+                if isinstance(owner, Operation) and (
+                    owner.name in segment_steps.CONSTANT_OPS or owner.name == "onnx.NoValue"
+                ):  # an absent optional operand is cloned in like a constant
                     if owner not in constants:
                         constants.append(owner)
                 elif v not in inputs:
