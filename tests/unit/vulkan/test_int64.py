@@ -228,3 +228,16 @@ def test_gather_elements_and_gather_nd_with_int64(session_device) -> None:  # ty
     model = graph(nodes, ins, ["ge", "gn"])
     for pipeline in ("lower", "standard"):
         on_vulkan(model, {"d": data, "ie": ie, "ind": ind}, pipeline=pipeline)
+
+
+def test_device_reports_shader_int64_and_the_lavapipe_preset_needs_nothing_more(
+    session_device,
+) -> None:  # type: ignore[no-untyped-def]
+    """DeviceCaps reports (and the device enables) shaderInt64 on lavapipe,
+    so programs compiled for `--target lavapipe` are not refused for it."""
+    from vknn.kernels.targets import PRESETS
+    from vknn.runtime.target import unmet
+
+    assert session_device.caps.has_int64
+    assert PRESETS["lavapipe"].has_int64
+    assert "shaderInt64" not in (unmet(PRESETS["lavapipe"], session_device.caps) or "")
