@@ -212,3 +212,32 @@ def test_target_without_shader_int64_keeps_int64_arithmetic_on_the_cpu() -> None
         assert {"Transpose_1", "Relu_3"} <= vulkan, vulkan
         need = module_to_program(module)["target"]
         assert need["has_int64"] is has_int64
+
+
+def test_gather_elements_and_gather_nd_with_int64(session_device) -> None:  # type: ignore[no-untyped-def]
+    """The indexing kernels read int64 indices (negative ones too) as word
+    pairs and move int64 data past 32 bits exactly."""
+    data = _big((3, 4), 7)
+    ie = np.array([[0, -1, 2, 1], [3, 0, -4, 2]], np.int64)
+    ind = np.array([[[0, -1]], [[2, 1]]], np.int64)
+    nodes = [
+        node("GatherElements", ["d", "ie"], ["ge"], axis=1),
+        node("GatherND", ["d", "ind"], ["gn"]),
+    ]
+    ins = {"d": (data.shape, "int64"), "ie": (ie.shape, "int64"), "ind": (ind.shape, "int64")}
+    model = graph(nodes, ins, ["ge", "gn"])
+    for pipeline in ("lower", "standard"):
+        on_vulkan(model, {"d": data, "ie": ie, "ind": ind}, pipeline=pipeline)
+
+
+def test_device_reports_shader_int64_and_the_lavapipe_preset_needs_nothing_more(
+    session_device,
+) -> None:  # type: ignore[no-untyped-def]
+    """DeviceCaps reports (and the device enables) shaderInt64 on lavapipe,
+    so programs compiled for `--target lavapipe` are not refused for it."""
+    from vknn.kernels.targets import PRESETS
+    from vknn.runtime.target import unmet
+
+    assert session_device.caps.has_int64
+    assert PRESETS["lavapipe"].has_int64
+    assert "shaderInt64" not in (unmet(PRESETS["lavapipe"], session_device.caps) or "")
