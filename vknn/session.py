@@ -442,6 +442,10 @@ class Session:
         target, unavailable = self._target_info
         module = import_model(self._ensure_proto(), base_dir=self._base_dir, name=self._name)
         tune = self._tune if self.config.autotune != "off" and target is not None else None
+        from vknn.hints import DECLARE_SYNTAX
+
+        # Hints in Config terms, unless a caller (the CLI) chose its own.
+        token = DECLARE_SYNTAX.set("config") if DECLARE_SYNTAX.get() == "pass" else None
         try:
             return compile_module(
                 module,
@@ -454,6 +458,8 @@ class Session:
                 before_convert=tune,
             )
         finally:
+            if token is not None:
+                DECLARE_SYNTAX.reset(token)
             release_weights(module)
 
     def _tune(self, module: Any) -> None:

@@ -148,3 +148,36 @@ def test_cli_lines_and_support_report_agree(tmp_path: Path, capsys: pytest.Captu
     assert {n["name"]: n["backend"] for n in data["nodes"]} == {r.name: r.backend for r in rows}
     quiet = ("vulkan", "folded", "eliminated")
     assert all("reason" in n for n in data["nodes"] if n["backend"] not in quiet)
+
+
+def _dynamic_model(tmp_path: Path) -> Path:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq"])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "dyn.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def test_dynamic_axis_hints_in_the_callers_syntax(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _dynamic_model(tmp_path)
+    assert cli_main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "--dims seq=N" in err and "infer-shapes{" not in err, err
+    with pytest.raises(vknn.errors.ShapeInferenceError, match=r'Config\(dims=\{"seq": N\}\)'):
+        vknn.Session(str(path), vknn.Config(cache_file="off"))
+
+
+def test_undeclared_batch_is_said(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A dynamic `batch` taken as 1 is never silent: a warning names it."""
+    path = _dynamic_model(tmp_path)
+    assert cli_main(["run", str(path), "--dims", "seq=5"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"vknn: warning: input 'x' axis 0 \('batch'\) .* taking 1", err), err
+    assert "--dims batch=N" in err
+    assert cli_main(["run", str(path), "--dims", "seq=5,batch=2"]) == 0
+    assert "batch" not in capsys.readouterr().err

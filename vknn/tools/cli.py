@@ -505,12 +505,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    from vknn.hints import DECLARE_SYNTAX
+
     args = build_parser().parse_args(argv)
+    token = DECLARE_SYNTAX.set("cli")
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        text = str(message)
+        if not text.startswith("vknn: "):
+            return shown(message, category, filename, lineno, file, line)
+        print(f"vknn: warning: {text.removeprefix('vknn: ')}", file=sys.stderr)
+
+    warnings.showwarning = show
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", UserWarning)  # every run says its own
+            return args.func(args)
     except VknnError as e:
         print(f"vknn: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
+    finally:
+        warnings.showwarning = shown
+        DECLARE_SYNTAX.reset(token)
 
 
 if __name__ == "__main__":
