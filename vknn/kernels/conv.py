@@ -349,7 +349,7 @@ def record_splitk_reduce(
     )  # fmt: skip
 
 
-# -- autotuning: the configs a conv may record with (vknn/runtime/vulkan/autotune.py) --
+# -- autotuning: the configs a conv may record with (vknn/tuning.py) --
 
 GEMM_TILES = ((16, 16), (16, 8), (8, 16), (8, 8))
 """conv.comp's (TX, TY): each 8 or 16 (its 4x4 register blocks must fit the

@@ -281,7 +281,7 @@ def record_gemm(
     return _record(step, ctx, ins, outs, len(own), _geom(step, own))
 
 
-# -- autotuning: the configs a product may record with (vknn/runtime/vulkan/autotune.py) --
+# -- autotuning: the configs a product may record with (vknn/tuning.py) --
 
 TILE_SIDES = (32, 64, 128)
 """matmul.comp's BM and BN: multiples of 4 whose A / B tiles each thread
