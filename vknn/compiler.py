@@ -35,6 +35,7 @@ class LoweringOptions:
     disable_vk_ops: str = ""
     allow_cpu_fallback: bool = True
     fold_gpu_islands: int = 2
+    onnx_reference: bool = False
     device_layout: str = "nc4hw4"
     fastmath: str = "auto"
     vulkan_unavailable: str = ""
@@ -53,6 +54,7 @@ def lowering_spec(opts: LoweringOptions, target: str = "") -> str:
         f"disable_vk_ops={_q(opts.disable_vk_ops)} "
         f"allow_cpu_fallback={str(opts.allow_cpu_fallback).lower()} "
         f"fold_gpu_islands={opts.fold_gpu_islands} "
+        f"onnx_reference={str(opts.onnx_reference).lower()} "
         f"vulkan_unavailable={_q(opts.vulkan_unavailable)}}}"
     )
     if "vulkan" not in opts.backends or opts.vulkan_unavailable:

@@ -29,6 +29,10 @@ class Config:
     the CPU instead (saves a download/submit/upload round trip); 0 turns the
     hint off. Never applied with allow_cpu_fallback=False, and the support
     report counts fallbacks without it."""
+    onnx_reference: bool = False
+    """Opt-in: run `onnx.*` ops that have no CPU kernel of our own (control
+    flow, sequences...) through ONNX's reference implementation (slow; backend
+    `onnx-reference`). Off: such an op is a one-line error at compile time."""
     cache_file: str | None = None
     """The model cache file (runtime.model_cache): None = `<model>.vkcache` next
     to a model file (off for in-memory models, or with VKNN_MODEL_CACHE=0);

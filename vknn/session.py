@@ -138,6 +138,7 @@ def lowering_options(config: Config, vulkan_unavailable: str = "") -> Any:
         disable_vk_ops=config.disable_vk_ops,
         allow_cpu_fallback=config.allow_cpu_fallback,
         fold_gpu_islands=config.fold_gpu_islands,
+        onnx_reference=config.onnx_reference,
         device_layout=config.device_layout,
         fastmath=config.fastmath,
         vulkan_unavailable=vulkan_unavailable,
@@ -311,7 +312,8 @@ class Session:
         target, unavailable = self._target_info
         key = (
             c.precision, tuple(c.backends), c.disable_vk_ops, c.allow_cpu_fallback,
-            c.fold_gpu_islands, c.device_layout, c.fastmath, c.autotune, c.pipeline,
+            c.fold_gpu_islands, c.onnx_reference, c.device_layout, c.fastmath, c.autotune,
+            c.pipeline,
             tuple(sorted(c.dims.items())), target.to_dict() if target else None, unavailable,
         )  # fmt: skip
         return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
@@ -351,11 +353,12 @@ class Session:
             return False
         try:
             programs = [Program.decode(p) for p in found]
-        except ProgramError:
-            return False
-        io = cache.variant.io
-        self.inputs = [_stored_info(d) for d in io.get("inputs", ())]
-        self.outputs = [_stored_info(d) for d in io.get("outputs", ())]
+            io = cache.variant.io
+            inputs = [_stored_info(d) for d in io.get("inputs", ())]
+            outputs = [_stored_info(d) for d in io.get("outputs", ())]
+        except (ProgramError, KeyError, TypeError, ValueError, AttributeError):
+            return False  # malformed entries are compiled again, never trusted
+        self.inputs, self.outputs = inputs, outputs
         for program in programs:
             self._register(Bucket(self._executable(program), 0))
         return True
@@ -398,6 +401,9 @@ class Session:
                 program = Program.decode(data)
             except Exception:  # a stale entry is rebuilt, never trusted
                 program = None
+            if program is not None and self._cache.variant.io != self._metadata():
+                self._cache.variant.io = self._metadata()  # repaired from the parsed model
+                self._cache.dirty = True
         if program is None:
             data = self._compile(shapes)
             program = Program.decode(data)

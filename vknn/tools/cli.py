@@ -58,7 +58,10 @@ def _targets(args: argparse.Namespace) -> list[tuple[object, str]]:
     names = args.target or ["from-device"]
     out: list[tuple[object, str]] = []
     for name in names:
-        if name == "from-device" and "vulkan" in args.backends:
+        if name == "from-device" and "vulkan" not in args.backends:
+            out.append((None, ""))  # nothing runs on a GPU: no device is opened
+            continue
+        if name == "from-device":
             from vknn.runtime.vulkan.context import shared_device
 
             device, _, why = shared_device()
@@ -182,6 +185,7 @@ def _write_compiled(  # type: ignore[no-untyped-def]
 
         meta = _model_metadata(args.model)
         programs = [module_to_program(m, meta) for m in lowered]
+        _check_distinct_buckets(programs[0], args.bucket)
         created = (
             f"vknn compile {args.model} --precision {args.precision}"
             + "".join(f" --target {t}" for t in args.target)
@@ -201,6 +205,21 @@ def _write_compiled(  # type: ignore[no-untyped-def]
             f"wrote      {out} ({size / 1e6:.1f} MB, precision {args.precision}, targets {names})"
         )
         print(f"buckets    {shapes}")
+
+
+def _check_distinct_buckets(program: dict, given: list) -> None:  # type: ignore[type-arg]
+    """Two --bucket values that compile to one input-shape set make a .vxm no
+    session could load: refused, naming both."""
+    seen: dict[tuple, int] = {}  # type: ignore[type-arg]
+    for i, b in enumerate(program["buckets"]):
+        key = tuple(tuple(io["shape"]) for io in b["inputs"])
+        if key in seen:
+            text = ",".join(f"{k}={v}" for k, v in _bucket_text(given[i]).items()) if given else ""
+            raise VknnError(
+                f"--bucket {i + 1} ({text}) compiles to the same input shapes as bucket "
+                f"{seen[key] + 1}; give each input-shape set once"
+            )
+        seen[key] = i
 
 
 def _bucket_inputs(program: dict) -> list:  # type: ignore[type-arg]
@@ -385,7 +404,12 @@ def _run(args: argparse.Namespace) -> int:
     feeds = random_inputs(session, args.seed)
     for item in args.input:
         name, _, path = item.partition("=")
-        feeds[name] = np.load(path)
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:  # missing, not .npy, object array
+            raise VknnError(
+                f"--input {name}={path}: cannot load ({' '.join(str(e).split())})"
+            ) from None
     t0 = time.perf_counter()
     outputs = session.run(feeds)
     t_run = time.perf_counter() - t0
@@ -588,6 +612,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VknnError as e:
         print(f"vknn: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
+    except BaseException as e:  # noqa: BLE001  (the last line of defence: one line, never a traceback)
+        return top_level_error("vknn", e)
+
+
+def top_level_error(tool: str, e: BaseException) -> int:
+    """What a tool prints for an exception no check turned into a VknnError:
+    one line and a non-zero status (VKNN_DEBUG=1: the traceback too).
+    SystemExit passes through; Ctrl-C exits 130 quietly."""
+    import os
+    import traceback
+
+    if isinstance(e, SystemExit):
+        raise e
+    if isinstance(e, KeyboardInterrupt):
+        return 130
+    if os.environ.get("VKNN_DEBUG"):
+        traceback.print_exception(e)
+    text = " ".join(str(e).split())
+    if type(e).__name__ == "ArgSpecParseError":  # xDSL's, a BaseException: a bad option
+        msg = f"bad pass pipeline or pass option: {text}"
+    elif isinstance(e, KeyError) and isinstance(e.args[0], str) and " " in e.args[0]:
+        msg = " ".join(e.args[0].split())  # a lookup that explains itself (unknown pipeline)
+    elif isinstance(e, MemoryError):
+        msg = "out of memory" + (f" ({text})" if text else "")
+    elif isinstance(e, OSError) and e.filename is not None:
+        msg = f"{e.filename}: {e.strerror or text}"
+    else:
+        msg = (
+            f"internal error ({type(e).__name__}: {text or 'no message'}); please report it "
+            "(VKNN_DEBUG=1 prints the traceback)"
+        )
+    print(f"{tool}: error: {msg}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
