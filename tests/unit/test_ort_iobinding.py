@@ -261,3 +261,27 @@ def test_bad_bindings_are_one_line_errors(session) -> None:  # type: ignore[no-u
     b.bind_ortvalue_output("Y", wrong)
     with pytest.raises(onnxrt.InvalidArgument, match="shape"):
         session.run_with_iobinding(b)
+
+
+def test_unmapped_device_tensor_goes_through_staging(session) -> None:  # type: ignore[no-untyped-def]
+    """A device without host-visible device memory (a discrete GPU without
+    ReBAR): the tensor's buffer is not mapped; writes and reads are staged."""
+    from vknn.runtime.vulkan.context import shared_device
+    from vknn.runtime.vulkan.memory import STORAGE, TRANSFER_DST, TRANSFER_SRC, Buffer
+
+    device = shared_device(0)[0]
+    usage = STORAGE | TRANSFER_SRC | TRANSFER_DST
+
+    def unmapped(shape: tuple[int, ...]) -> Any:
+        buf = Buffer(device, int(np.prod(shape)) * 4, usage, False)
+        assert buf.host is None
+        return executable.DeviceTensor(device, buf, shape, np.dtype("float32"), np.dtype("float32"))
+
+    x, y = unmapped((3, 2)), unmapped((3, 2))
+    x.write(M.X32)
+    np.testing.assert_array_equal(x.numpy(), M.X32)
+    binding = session.io_binding()
+    binding.bind_ortvalue_input("X", onnxrt.OrtValue(x))
+    binding.bind_ortvalue_output("Y", onnxrt.OrtValue(y))
+    session.run_with_iobinding(binding)
+    np.testing.assert_array_equal(y.numpy(), M.MUL_EXPECTED)

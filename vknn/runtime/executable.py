@@ -108,18 +108,7 @@ class DeviceTensor:
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.storage.itemsize
 
-    def _staged(self, fn: Any) -> None:
-        """Run fn(host buffer) on a staging buffer copied from/to the device buffer."""
-        from vknn.runtime.vulkan.memory import TRANSFER_DST, TRANSFER_SRC, Buffer
-
-        st = Buffer(self.device, self.nbytes, TRANSFER_SRC | TRANSFER_DST, True)
-        try:
-            fn(st)
-        finally:
-            st.destroy()
-
     def write(self, x: np.ndarray, what: str = "tensor") -> None:
-        from vknn.runtime.vulkan.commands import copy_once
         from vknn.runtime.vulkan.dtypes import to_device
 
         if tuple(x.shape) != self.shape:
@@ -128,31 +117,30 @@ class DeviceTensor:
             data = to_device(np.asarray(x), self.dtype.name, self.storage, what)
         except ValueError as e:
             raise InvalidArgument(str(e)) from None
-        if self.buffer.host is not None:
+        if self.buffer.host is None:
+            self._staging(data)
+        else:
             self.buffer.write(0, data)
-            return
-
-        def up(st: Any) -> None:
-            st.write(0, data)
-            copy_once(self.device, st, self.buffer, self.nbytes)
-
-        self._staged(up)
 
     def numpy(self) -> np.ndarray:
-        from vknn.runtime.vulkan.commands import copy_once
-
-        if self.buffer.host is not None:
-            raw = self.buffer.read(0, self.nbytes)
-        else:
-            got: list[np.ndarray] = []
-
-            def down(st: Any) -> None:
-                copy_once(self.device, self.buffer, st, self.nbytes)
-                got.append(st.read(0, self.nbytes))
-
-            self._staged(down)
-            raw = got[0]
+        mapped = self.buffer.host is not None
+        raw = self.buffer.read(0, self.nbytes) if mapped else self._staging()
         return _from_device(raw.view(self.storage), self.dtype.name, self.shape)
+
+    def _staging(self, data: np.ndarray | None = None) -> Any:
+        """Write `data` (else read the bytes) through a staging buffer."""
+        from vknn.runtime.vulkan.commands import copy_once
+        from vknn.runtime.vulkan.memory import TRANSFER_DST, TRANSFER_SRC, Buffer
+
+        st = Buffer(self.device, self.nbytes, TRANSFER_SRC | TRANSFER_DST, True)
+        try:
+            if data is not None:
+                st.write(0, data)
+                return copy_once(self.device, st, self.buffer, self.nbytes)
+            copy_once(self.device, self.buffer, st, self.nbytes)
+            return st.read(0, self.nbytes)
+        finally:
+            st.destroy()
 
     def __del__(self) -> None:
         buf = getattr(self, "buffer", None)
