@@ -129,8 +129,6 @@ def _sessions(args: argparse.Namespace, indices: list[int], tmp: Path) -> tuple[
         cache_file=str(tmp / "bench.vkcache"),
         **_batch_config(args.model, args.batch, _dims(args.dims)),
     )
-    if "vulkan" not in base["backends"]:
-        indices = [0]
     t0 = time.perf_counter()
     first = vknn.Session(args.model, vknn.Config(device=indices[0], **base))
     cold = time.perf_counter() - t0
@@ -228,10 +226,16 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     from vknn.runtime.vulkan.context import physical_devices
 
     n_dev = len(physical_devices())
-    if args.devices == "all":
+    indices: list[Any]
+    if "vulkan" not in args.backends.split(","):
+        indices = [None]  # one CPU session
+    elif args.devices == "all":
         indices = list(range(n_dev)) or [0]
     else:
-        indices = [int(d) for d in str(args.devices).split(",") if d.strip() != ""]
+        from vknn.runtime.vulkan.context import resolve
+
+        parts = [d.strip() for d in str(args.devices).split(",") if d.strip()]
+        indices = [resolve(d) for d in parts] or [resolve(None)]
     with tempfile.TemporaryDirectory() as tmp:
         sessions, start = _sessions(args, indices, Path(tmp))
         try:
@@ -257,7 +261,7 @@ def _measure(args: argparse.Namespace, sessions: list[Any], indices: list[int],
         "latency_ms": percentiles(ms),
         "throughput_per_s": batch * len(ms) / (sum(ms) / 1000),
         "samples_ms": ms,
-        "machine": machine(indices),
+        "machine": machine([i for i in indices if i is not None]),
     }
     # Several sessions: requests from threads, checked against device 0's outputs.
     inputs = [_random_inputs_seeded(first, s) for s in range(4)]

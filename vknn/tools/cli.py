@@ -596,7 +596,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backends", default="vulkan,cpu")
     b.add_argument("--dims", default="", help="symbolic dims, seq=128")
     b.add_argument(
-        "--devices", default="0", help='"all" (one session per Vulkan device) or indices: 0,1'
+        "--devices",
+        default="",
+        help='"all" (a session per Vulkan device), or indices or names: 0,1 (default: the default)',
     )
     b.add_argument("--no-ort", action="store_true", help="skip onnxruntime (CPU) side by side")
     b.add_argument("--json", type=Path, default=None, help="write every number as JSON")
