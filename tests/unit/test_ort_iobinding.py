@@ -233,6 +233,14 @@ def test_batch_loop_keeps_inputs_on_the_device(tmp_path, host_crossings) -> None
         got.append(out.numpy())
     for x, y in zip(xs, got, strict=True):
         np.testing.assert_array_equal(y, x * M.W_MUL)
+    # The same binding again and again: one recorded copy program per direction, reused.
+    exe = sess._session.bucket.executable
+    before = sum(len(sc.copies) for c in exe._all for sc in c.segments.values())
+    for _ in range(3):
+        sess.run_with_iobinding(binding)
+        np.testing.assert_array_equal(out.numpy(), xs[-1] * M.W_MUL)
+    after = sum(len(sc.copies) for c in exe._all for sc in c.segments.values())
+    assert after == before <= 8
 
 
 def test_low_precision_session_reads_a_float32_device_tensor(tmp_path) -> None:  # type: ignore[no-untyped-def]

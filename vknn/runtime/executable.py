@@ -156,13 +156,23 @@ def _host(v: Any) -> Any:
     return v.numpy() if isinstance(v, DeviceTensor) else v
 
 
-def _device_copies(device: Any, pairs: list[tuple[Any, int, Any, int, int]]) -> None:
+def _device_copies(sc: _SegmentContext, pairs: list[tuple[Any, int, Any, int, int]]) -> None:
     """Buffer-to-buffer copies (src, offset, dst, offset, bytes) in one submit,
     after the compute/transfer writes of earlier submits to the sources and
-    before any later reads or writes of the destinations."""
+    before any later reads or writes of the destinations. The command buffer
+    is kept per set of buffers (a batch loop binds the same tensors every
+    run) while those buffers live; at most 8 per segment context."""
     from vknn.runtime.program import STAGE_COMPUTE, STAGE_HOST, STAGE_TRANSFER, Range
     from vknn.runtime.vulkan.commands import CommandProgram
 
+    key = tuple((id(a), ao, id(b), bo, n) for a, ao, b, bo, n in pairs)
+    hit = sc.copies.pop(key, None)
+    if hit is not None and all(b.handle is not None for b in hit[1]):
+        sc.copies[key] = hit  # most recent last
+        hit[0].run()
+        return
+    if hit is not None:  # a tensor of it was freed
+        hit[0].destroy()
     bufs: list[Any] = []
     cmds: list[Any] = []
     srcs, dsts = [], []
@@ -175,12 +185,12 @@ def _device_copies(device: Any, pairs: list[tuple[Any, int, Any, int, int]]) -> 
     every = STAGE_COMPUTE | STAGE_TRANSFER
     cmds = [BarrierCmd(every, STAGE_TRANSFER, tuple(srcs + dsts)), *cmds,
             BarrierCmd(STAGE_TRANSFER, every | STAGE_HOST, tuple(dsts))]  # fmt: skip
-    prog = CommandProgram(device)
-    try:
-        prog.record(cmds, bufs, [])
-        prog.run()
-    finally:
-        prog.destroy()
+    prog = CommandProgram(sc.program.device)
+    prog.record(cmds, bufs, [])
+    if len(sc.copies) >= 8:
+        sc.copies.pop(next(iter(sc.copies)))[0].destroy()
+    sc.copies[key] = (prog, bufs)  # the Buffer objects held: their ids stay unique
+    prog.run()
 
 
 @dataclass
@@ -190,6 +200,8 @@ class _SegmentContext:
     segment: VulkanSegment
     buffers: list[Any]
     program: Any
+    copies: dict[Any, Any] = field(default_factory=dict)
+    """Device-copy command buffers by the buffers they copy (`_device_copies`)."""
 
 
 @dataclass
@@ -440,7 +452,7 @@ class Executable:
                 raise InvalidArgument(str(e)) from None
             sc.buffers[u.arena].write(u.offset, data)
         if copies:
-            _device_copies(self.device, copies)
+            _device_copies(sc, copies)
         t1 = time.perf_counter_ns()
         sc.program.run()
         t2 = time.perf_counter_ns()
@@ -459,7 +471,7 @@ class Executable:
             raw = sc.buffers[d.arena].read(d.offset, n * st.itemsize).view(st)
             values[v] = _from_device(raw, d.dtype, d.shape)
         if copies:
-            _device_copies(self.device, copies)
+            _device_copies(sc, copies)
         if profile is not None or trace is not None:
             timings = sc.program.timings_ns()
             for rec, ns in timings if profile is not None else ():
@@ -498,6 +510,8 @@ class Executable:
         for ctx in held:
             for sc in ctx.segments.values():
                 sc.program.destroy()
+                for prog, _ in sc.copies.values():
+                    prog.destroy()
         for b in self._buffers:
             b.destroy()
         self._buffers.clear()
