@@ -7,7 +7,8 @@
   warm (a second session on the cache), and the first run;
 - latency: `--warmup` runs, then `--runs` timed runs: p50/p90/p99 and mean,
   throughput = batch x runs / time;
-- devices: one session per device (`--devices all`: every Vulkan device),
+- devices: one session per device (`--devices all`: every Vulkan GPU, or the
+  CPU devices (lavapipe) on a machine without one),
   requests spread across them from threads (two per session), every output
   checked against the first device's for the same input; the same code path
   with one device, and with several the single-device throughput is measured
@@ -225,12 +226,13 @@ def ort_side(path: Path, feeds: dict, warmup: int, runs: int) -> dict[str, Any] 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     from vknn.runtime.vulkan.context import physical_devices
 
-    n_dev = len(physical_devices())
+    devs = physical_devices()
     indices: list[Any]
     if "vulkan" not in args.backends.split(","):
         indices = [None]  # one CPU session
-    elif args.devices == "all":
-        indices = list(range(n_dev)) or [0]
+    elif args.devices == "all":  # the GPUs; a software rasterizer only where there is none
+        gpus = [i for i, (_, kind) in enumerate(devs) if kind != "cpu"]
+        indices = gpus or list(range(len(devs))) or [0]
     else:
         from vknn.runtime.vulkan.context import resolve
 
