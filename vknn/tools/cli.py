@@ -598,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--devices",
         default="",
-        help='"all" (a session per Vulkan device), or indices or names: 0,1 (default: the default)',
+        help='"all" (a session per GPU), or indices or names: 0,1 (default: the default device)',
     )
     b.add_argument("--no-ort", action="store_true", help="skip onnxruntime (CPU) side by side")
     b.add_argument("--json", type=Path, default=None, help="write every number as JSON")
