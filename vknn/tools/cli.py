@@ -104,13 +104,20 @@ def _compile_model(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no
     timings: list[tuple[str, float]] = []
     mark = [time.perf_counter()]
 
+    from vknn.progress import Bar
+
+    passes = PassPipeline.parse_spec(available_passes(), spec).passes
+    bar = Bar(len(passes), "vknn compile (graph)")
+
     def callback(prev, _module, _next) -> None:  # type: ignore[no-untyped-def]
         now = time.perf_counter()
         if prev is not None:
             timings.append((prev.name, now - mark[0]))
+            bar.update(1, _next.name if _next is not None else "")
         mark[0] = now
 
-    PassPipeline.parse_spec(available_passes(), spec, callback).apply(ctx, module)
+    with bar:
+        PassPipeline(passes, callback).apply(ctx, module)
     module.verify()
     after = _op_counts(module)
 
@@ -602,7 +609,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backends", default="vulkan,cpu")
     b.add_argument("--dims", default="", help="symbolic dims, seq=128")
     b.add_argument(
-        "--devices", default="0", help='"all" (one session per Vulkan device) or indices: 0,1'
+        "--devices",
+        default="",
+        help='"all" (a session per GPU), or indices or names: 0,1 (default: the default device)',
     )
     b.add_argument("--no-ort", action="store_true", help="skip onnxruntime (CPU) side by side")
     b.add_argument("--json", type=Path, default=None, help="write every number as JSON")
