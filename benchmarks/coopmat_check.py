@@ -406,6 +406,37 @@ def device_info() -> dict[str, Any]:
     }
 
 
+def markdown(kernels: list[dict[str, Any]], models: list[dict[str, Any]]) -> str:
+    """The results as markdown tables (for docs/performance.md)."""
+    lines = ["| case | coopmat | rel err | coopmat ms | scalar ms | speedup |",
+             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for r in kernels:
+        if "error" in r:
+            lines.append(f"| {r['case']} | error | | | | |")
+            continue
+        sp = f"{r['speedup']:.2f}x" if r.get("speedup") else ""
+        lines.append(
+            f"| {r['case']} | {'yes' if r['selected'] else 'no'} | {r['rel_err']:.1e} "
+            f"| {r['coopmat_ms']:.3f} | {r['scalar_ms']:.3f} | {sp} |"
+        )
+    if models:
+        lines += ["", "| model | batch | high ms (GPU) | low ms (GPU) | low+coopmat ms (GPU) "
+                  "| coopmat dispatches | cos coopmat vs low | cos low vs high |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+
+        def ms(d: dict[str, Any]) -> str:
+            return f"{d['run_ms']:.3f} ({d['gpu_ms']:.3f})" if "run_ms" in d else "error"
+
+        for r in models:
+            h, lo, cm = r.get("high", {}), r.get("low", {}), r.get("low-coopmat", {})
+            lines.append(
+                f"| {r['model']} | {r['batch']} | {ms(h)} | {ms(lo)} | {ms(cm)} "
+                f"| {cm.get('coopmat_dispatches', '')} | {cm.get('cosine_vs_low', 0):.6f} "
+                f"| {lo.get('cosine_vs_high', 0):.6f} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--require-coopmat", action="store_true")
@@ -458,6 +489,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "coopmat_check.json").write_text(json.dumps(result, indent=1))
+    table = markdown(kernels, models)
+    print(table)
+    if args.out:
+        (args.out / "coopmat_check.md").write_text(table + "\n")
     print(f"{len(kernels)} kernel cases, {len(models)} models, {len(bad)} failing")
     return 1 if bad else 0
 

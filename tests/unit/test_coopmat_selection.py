@@ -226,6 +226,9 @@ def test_device_caps_carry_the_shapes_into_from_device(monkeypatch: pytest.Monke
     # A device without them cannot run a program compiled with them.
     why = unmet(t, caps.with_(cooperative_matrix_shapes=()))
     assert why is not None and "cooperative matrix 16x16x16" in why
+    # Their kernels assume the target's subgroup size exactly.
+    why = unmet(t, caps.with_(subgroup_size=64))
+    assert why is not None and "exactly 32 lanes" in why
     monkeypatch.setenv("VKNN_COOPMAT", "0")
     assert from_caps(caps).cooperative_matrix == ()
     assert DeviceCaps.lavapipe_like().cooperative_matrix_shapes == ()
