@@ -285,6 +285,7 @@ def _session(model: Any, precision: str, coopmat: bool, layout: str = "nc4hw4"):
     import vknn
 
     os.environ["VKNN_COOPMAT"] = "1" if coopmat else "0"
+    os.environ["VKNN_COOPMAT_CONV"] = "1" if coopmat else "0"  # convs: not the default
     cfg = vknn.Config(precision=precision, cache_file="off", profiling=True, device_layout=layout)
     return vknn.Session(
         model.SerializeToString() if hasattr(model, "SerializeToString") else str(model), cfg
@@ -342,12 +343,16 @@ def check_model(name: str, runs: int, batch: int = 1, autotune: str = "off") -> 
     feeds = model_feeds(path)
     row: dict[str, Any] = {"model": name, "batch": batch, "autotune": autotune}
     outs: dict[str, np.ndarray] = {}
+    # low-coopmat: the default at fp16 storage (products and attention on tensor
+    # cores); low-coopmat-conv: convs on tensor cores too (VKNN_COOPMAT_CONV=1).
     for label, precision, cm in (("high", "high", False), ("low", "low", False),
-                                 ("low-coopmat", "low", True)):  # fmt: skip
+                                 ("low-coopmat", "low", True),
+                                 ("low-coopmat-conv", "low", True)):  # fmt: skip
         try:
             import vknn
 
             os.environ["VKNN_COOPMAT"] = "1" if cm else "0"
+            os.environ["VKNN_COOPMAT_CONV"] = "1" if label.endswith("conv") else "0"
             cfg = vknn.Config(
                 precision=precision, cache_file="off", dims=dims, profiling=True,
                 autotune=autotune if precision == "low" else "off",

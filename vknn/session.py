@@ -20,6 +20,7 @@ several threads at once.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -316,6 +317,7 @@ class Session:
             c.fold_gpu_islands, c.onnx_reference, c.device_layout, c.fastmath, c.autotune,
             c.pipeline,
             tuple(sorted(c.dims.items())), target.to_dict() if target else None, unavailable,
+            os.environ.get("VKNN_COOPMAT_CONV"),
         )  # fmt: skip
         return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
 
