@@ -1,6 +1,6 @@
 """Kernel spec of `vx.reduce` (glsl/reduce.comp`): every float ReduceKind
-over any sorted axes set, with or without keepdims. argmax/argmin are
-refused (their i64 result is not stored on the GPU yet).
+over any sorted axes set, with or without keepdims; argmax/argmin of float
+tensors over their one axis, the int64 result written as word pairs.
 
 The host collapses the input into alternating kept / reduced dim groups
 (adjacent dims of one kind merge: they are contiguous in a row-major
@@ -116,16 +116,21 @@ def collapse_reduction(
     return kd, ks, rd, rs
 
 
+ARG_KINDS = ("argmax", "argmin")
+
+
 def gate_reduce(
     step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None
 ) -> str | None:
     kind = step.attrs.get("kind")
-    if kind in ("argmax", "argmin"):
-        return f"{step.kind}: {kind} (int64 index results) has no Vulkan kernel yet"
     if kind not in reduce_kinds():
         return f"{step.kind}: kind '{kind}' has no Vulkan shader yet"
     out = step.out_specs[0]
     specs = [out, *(in_specs or [])]
+    if kind in ARG_KINDS:
+        if out.dtype != "int64" or len(step.attrs.get("axes") or ()) != 1:
+            return f"{step.kind}: {kind} gives int64 over one axis"
+        specs = specs[1:]
     for s in specs:
         if s.dtype not in FLOAT_DTYPES:
             return f"{step.kind}: {s.dtype} tensors are not supported on Vulkan yet"
@@ -161,6 +166,7 @@ def record_reduce(
 
     tail = (*pad(kd, 1), *pad(ks, 0), *pad(rd, 1), *pad(rs, 0))
     kind = reduce_kinds()[step.attrs["kind"]]
+    last = bool(step.attrs.get("select_last_index"))
     label = f"{step.node} ({step.kind})"
     product = TensorSpec("product", y.shape, y.dtype)
     defines = subgroup_defines(ctx.caps) if wg_per_out else {}
@@ -168,7 +174,8 @@ def record_reduce(
     bindings = [x.binding(), y.binding(write=True), *epi]
     if wg_per_out:
         ls = row_size(ctx.caps, count, per_invocation=4)
-        pipe = ctx.pipeline(shader, ((1, kind), (2, True)), len(bindings), _PUSH.size, ls)
+        spec = ((1, kind), (2, True), (3, last))
+        pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, ls)
         return row_dispatches(
             pipe,
             bindings,
@@ -179,7 +186,7 @@ def record_reduce(
             label,
         )
     ls = row_size(ctx.caps, n_out, want=128)
-    pipe = ctx.pipeline(shader, ((1, kind), (2, False)), len(bindings), _PUSH.size, ls)
+    pipe = ctx.pipeline(shader, ((1, kind), (2, False), (3, last)), len(bindings), _PUSH.size, ls)
     return flat_dispatches(
         pipe,
         bindings,
@@ -191,5 +198,6 @@ def record_reduce(
     )
 
 
-register(KernelSpec("vx.reduce", gate_reduce, record_reduce))
+# argmax/argmin write their int64 result as word pairs (no shaderInt64).
+register(KernelSpec("vx.reduce", gate_reduce, record_reduce, int64="words"))
 epilogues.register_host("vx.reduce")

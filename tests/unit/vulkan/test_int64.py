@@ -241,3 +241,26 @@ def test_device_reports_shader_int64_and_the_lavapipe_preset_needs_nothing_more(
     assert session_device.caps.has_int64
     assert PRESETS["lavapipe"].has_int64
     assert "shaderInt64" not in (unmet(PRESETS["lavapipe"], session_device.caps) or "")
+
+
+@pytest.mark.parametrize("last", [0, 1])
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize(
+    "shape,axis,keepdims",
+    [((4, 4), 1, 0), ((3, 7), 1, 1), ((2, 3000), -1, 0), ((2, 3, 4), 0, 1)],
+)
+def test_argmax_argmin_int64_result(session_device, shape, axis, keepdims, op, last) -> None:  # type: ignore[no-untyped-def]
+    """The int64 index result on Vulkan (one invocation per output for short
+    axes, a workgroup for the 3000-long one), ties and NaNs as onnxruntime
+    picks them: a NaN first in its slice wins, other NaNs never do."""
+    rng = np.random.default_rng(8)
+    x = np.round(rng.standard_normal(shape) * 3).astype(np.float32)  # many ties
+    x.reshape(-1)[::7] = np.nan
+    if shape == (4, 4):
+        x = np.array([[1, np.nan, 3, np.nan], [np.nan, 5, 7, 2], [2, np.nan, 1, np.nan],
+                      [np.nan, np.nan, 1, 1]], np.float32)  # fmt: skip
+    attrs = {"axis": axis, "keepdims": keepdims, "select_last_index": last}
+    model = graph([node(op, ["x"], ["y"], **attrs)], {"x": (shape, "float32")}, ["y"])
+    on_vulkan(model, {"x": x}, pipeline="lower")
+    if shape == (2, 3000):  # fp16 storage holds these small integers exactly
+        on_vulkan(model, {"x": x}, pipeline="standard", precision="low")
