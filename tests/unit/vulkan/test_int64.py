@@ -264,3 +264,25 @@ def test_argmax_argmin_int64_result(session_device, shape, axis, keepdims, op, l
     on_vulkan(model, {"x": x}, pipeline="lower")
     if shape == (2, 3000):  # fp16 storage holds these small integers exactly
         on_vulkan(model, {"x": x}, pipeline="standard", precision="low")
+
+
+@pytest.mark.parametrize("pipeline", ["lower", "standard"])
+def test_casts_through_float16_round_and_overflow(session_device, pipeline: str) -> None:  # type: ignore[no-untyped-def]
+    """int64 / int32 / float32 -> float16 -> back: values fp16 cannot hold
+    round (ties to even) or become inf (then INT_MIN as an integer), also
+    inside one fused kernel (lavapipe folds unpackHalf(packHalf(x)) to x,
+    so the fused body rounds with integer arithmetic)."""
+    x = np.array([1 << 40, -3, 7, 2**31 + 5, 65519, 65520, -70000, 2049], np.int64)
+    xi = x.astype(np.int32)
+    f = np.array([1e5, -1e5, 1.0001, 65519.0, 2049.0, 6e-8, np.nan, -0.0], np.float32)
+    nodes = [
+        node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+        node("Cast", ["h"], ["back"], to=TensorProto.INT64),
+        node("Cast", ["xi"], ["hi"], to=TensorProto.FLOAT16),
+        node("Cast", ["hi"], ["backi"], to=TensorProto.INT32),
+        node("Cast", ["f"], ["hf"], to=TensorProto.FLOAT16),
+        node("Cast", ["hf"], ["backf"], to=TensorProto.FLOAT),
+    ]
+    ins = {"x": (x.shape, "int64"), "xi": (xi.shape, "int32"), "f": (f.shape, "float32")}
+    model = graph(nodes, ins, ["back", "backi", "backf"])
+    on_vulkan(model, {"x": x, "xi": xi, "f": f}, pipeline=pipeline)
