@@ -1,6 +1,8 @@
 """Kernel spec of `vx.reduce` (glsl/reduce.comp`): every float ReduceKind
 over any sorted axes set, with or without keepdims; argmax/argmin of float
-tensors over their one axis, the int64 result written as word pairs.
+tensors over their one axis, the int64 result written as word pairs;
+sum/max/min/prod of int64 tensors in 64 bits (shaderInt64), one invocation
+per output.
 
 The host collapses the input into alternating kept / reduced dim groups
 (adjacent dims of one kind merge: they are contiguous in a row-major
@@ -117,6 +119,7 @@ def collapse_reduction(
 
 
 ARG_KINDS = ("argmax", "argmin")
+INT64_KINDS = ("sum", "max", "min", "prod")
 
 
 def gate_reduce(
@@ -131,6 +134,12 @@ def gate_reduce(
         if out.dtype != "int64" or len(step.attrs.get("axes") or ()) != 1:
             return f"{step.kind}: {kind} gives int64 over one axis"
         specs = specs[1:]
+    elif out.dtype == "int64":
+        if kind not in INT64_KINDS:
+            return f"{step.kind}: {kind} of int64 tensors has no Vulkan kernel ({INT64_KINDS})"
+        if not caps.has_int64:
+            return f"{step.kind}: int64 arithmetic needs shaderInt64, which the target lacks"
+        specs = [s for s in specs if s.dtype != "int64"]
     for s in specs:
         if s.dtype not in FLOAT_DTYPES:
             return f"{step.kind}: {s.dtype} tensors are not supported on Vulkan yet"
@@ -140,7 +149,7 @@ def gate_reduce(
     n = math.prod(x.shape)
     if n == 0:
         return f"{step.kind}: empty input"
-    if n >= 1 << 31 or 4 * n > caps.max_storage_buffer_range:
+    if n >= 1 << 31 or (8 if x.dtype == "int64" else 4) * n > caps.max_storage_buffer_range:
         return f"{step.kind}: input exceeds 32-bit indexing or maxStorageBufferRange"
     kd, _, rd, _ = collapse_reduction(tuple(x.shape), tuple(step.attrs["axes"]))
     if len(kd) > MAX_GROUPS or len(rd) > MAX_GROUPS:
@@ -159,7 +168,8 @@ def record_reduce(
     kd, ks, rd, rs = collapse_reduction(x.shape, tuple(step.attrs["axes"]))
     count = math.prod(rd)
     n_out = y.size
-    wg_per_out = count >= WG_THRESHOLD
+    int64 = x.dtype == "int64"
+    wg_per_out = count >= WG_THRESHOLD and not int64
 
     def pad(v: list[int], fill: int) -> list[int]:
         return [fill] * (MAX_GROUPS - len(v)) + v
@@ -170,6 +180,8 @@ def record_reduce(
     label = f"{step.node} ({step.kind})"
     product = TensorSpec("product", y.shape, y.dtype)
     defines = subgroup_defines(ctx.caps) if wg_per_out else {}
+    if int64:
+        defines = {**defines, "VKNN_INT64": "1"}
     shader, epi = epilogues.variant("reduce", step, product, extra, 2, defines)
     bindings = [x.binding(), y.binding(write=True), *epi]
     if wg_per_out:

@@ -286,3 +286,40 @@ def test_casts_through_float16_round_and_overflow(session_device, pipeline: str)
     ins = {"x": (x.shape, "int64"), "xi": (xi.shape, "int32"), "f": (f.shape, "float32")}
     model = graph(nodes, ins, ["back", "backi", "backf"])
     on_vulkan(model, {"x": x, "xi": xi, "f": f}, pipeline=pipeline)
+
+
+@pytest.mark.parametrize("pipeline", ["lower", "standard"])
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"])
+def test_int64_reductions(session_device, op: str, pipeline: str) -> None:  # type: ignore[no-untyped-def]
+    """Sums of values past 2^40 (and products that stay inside int64: on
+    overflow onnxruntime saturates where the device wraps) in 64 bits."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-(1 << 40), 1 << 40, size=(3, 4, 50), dtype=np.int64)
+    if op == "ReduceProd":
+        x = rng.integers(-6, 7, size=(3, 4, 5), dtype=np.int64)
+    for axes, keepdims in (([2], 0), ([0, 2], 1), ([1], 1)):
+        model = graph(
+            [node(op, ["x", "axes"], ["y"], keepdims=keepdims)],
+            {"x": (x.shape, "int64")},
+            ["y"],
+            {"axes": np.array(axes, np.int64)},
+            opset=18,
+        )
+        on_vulkan(model, {"x": x}, pipeline=pipeline)
+
+
+def test_without_shader_int64_argmax_stays_and_int64_sums_leave() -> None:
+    """Device-free: ArgMax writes its int64 result as word pairs (any
+    device); an int64 ReduceSum needs shaderInt64, else the CPU runs it."""
+    x = np.zeros((2, 5), np.float32)
+    nodes = [
+        node("ArgMax", ["x"], ["i"], axis=1, keepdims=0),
+        node("ReduceSum", ["i", "ax"], ["s"], keepdims=0),
+    ]
+    model = graph(nodes, {"x": (x.shape, "float32")}, ["s"], {"ax": np.array([0], np.int64)})
+    for has_int64 in (False, True):
+        target = lowered_target("lavapipe", has_int64=has_int64)
+        module = lowered(model, target, pipeline="lower", fold_gpu_islands=0)
+        on_gpu = {d.label.data.split(" ")[0] for d in dispatches(module)}
+        assert "ArgMax_0" in on_gpu
+        assert ("ReduceSum_1" in on_gpu) is has_int64, on_gpu

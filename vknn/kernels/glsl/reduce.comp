@@ -16,6 +16,9 @@
 // index (LAST: the last). The int64 result is written as the word pair
 // (index, 0).
 //
+// Built with VKNN_INT64 (shaderInt64), sum/max/min/prod of int64 tensors in
+// 64 bits (wrapping as onnxruntime's), one invocation per output.
+//
 // Specialization constants: 0 = workgroup size (a power of two), 1 = KIND
 // (codes below), 2 = WG_PER_OUT, 3 = LAST (argmax/argmin select_last_index).
 // Push constants: n_out, count, base (first output of this dispatch),
@@ -24,6 +27,9 @@
 // Bindings: 0 = x, 1 = y.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#if VKNN_INT64
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #include "precision.glsl"
 #include "common.glsl"
 
@@ -169,7 +175,30 @@ uint arg_reduce(uint o) {
     return arg_index[0];
 }
 
+#if VKNN_INT64
+layout(std430, binding = 0) readonly buffer XL { int64_t xl_data[]; };
+layout(std430, binding = 1) writeonly buffer YL { int64_t yl_data[]; };
+
+int64_t int_reduce(uint o) {
+    uint off = kept_offset(o);
+    int64_t acc = xl_data[off];
+    for (uint r = 1u; r < p.count; ++r) {
+        int64_t v = xl_data[off + reduced_offset(r)];
+        if (KIND == REDUCE_MAX) acc = v > acc ? v : acc;
+        else if (KIND == REDUCE_MIN) acc = v < acc ? v : acc;
+        else if (KIND == REDUCE_PROD) acc *= v;
+        else acc += v;  // REDUCE_SUM
+    }
+    return acc;
+}
+#endif
+
 void main() {
+#if VKNN_INT64
+    uint io = p.base + gl_GlobalInvocationID.x;
+    if (io < p.n_out) yl_data[io] = int_reduce(io);
+    return;
+#endif
     if (ARG) {
         uint o = p.base + (WG_PER_OUT ? gl_WorkGroupID.x : gl_GlobalInvocationID.x);
         if (o >= p.n_out) return;  // uniform per workgroup in WG_PER_OUT mode
