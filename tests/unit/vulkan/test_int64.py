@@ -323,3 +323,14 @@ def test_without_shader_int64_argmax_stays_and_int64_sums_leave() -> None:
         on_gpu = {d.label.data.split(" ")[0] for d in dispatches(module)}
         assert "ArgMax_0" in on_gpu
         assert ("ReduceSum_1" in on_gpu) is has_int64, on_gpu
+
+
+def test_int64_splat_weights(session_device) -> None:  # type: ignore[no-untyped-def]
+    """Uniform int64 constants travel as one 8-byte element the runtime
+    repeats (a splat); values past 2^32 survive it."""
+    x = np.arange(2048, dtype=np.int64) * (1 << 33)
+    consts = {"c": np.full(2048, (1 << 40) + 3, np.int64), "d": np.full(2048, -3, np.int64)}
+    nodes = [node("Add", ["x", "c"], ["y"]), node("Mul", ["x", "d"], ["z"])]
+    model = graph(nodes, {"x": (x.shape, "int64")}, ["y", "z"], consts)
+    for pipeline in ("lower", "standard"):
+        on_vulkan(model, {"x": x}, pipeline=pipeline)
