@@ -17,7 +17,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from tests.unit.vulkan.harness import check, graph, node, vk_session
+from tests.unit.vulkan.harness import check, graph, lowered, node, shaders, vk_session
 
 PRECISIONS = ["high", "low"]
 
@@ -372,6 +372,30 @@ def test_sdpa_decomposition_on_vulkan(session_device, bool_mask: bool) -> None:
     assert np.isfinite(got).all()
     np.testing.assert_array_equal(got[0, :, 0], 0)  # the fully masked row
     check(got, want, False)
+
+
+@pytest.mark.parametrize("bool_mask", [False, True])
+def test_sdpa_guard_is_folded_into_the_softmax(bool_mask: bool) -> None:
+    """No IsNaN or Where dispatch is left: the softmax stores 0 for NaN."""
+    kinds = shaders(lowered(sdpa_model(bool_mask)))
+    assert "float_test" not in kinds and kinds.count("softmax") == 1, kinds
+    assert kinds.count("select") == (1 if bool_mask else 0), kinds  # the mask's own Where
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_softmax_of_a_masked_row_is_nan_unguarded(session_device, precision: str) -> None:
+    """Without the guard a row of all -inf stays NaN (as onnxruntime), so an
+    exporter's guard that is not folded still sees it."""
+    x = np.random.default_rng(9).standard_normal((2, 3, 40)).astype(np.float32)
+    x[0, 1, :] = -np.inf
+    model = graph(
+        [node("Softmax", ["x"], ["p"], axis=-1), node("IsNaN", ["p"], ["n"])],
+        {"x": ((2, 3, 40), "float32")},
+        ["n"],
+    )
+    (n,), _ = _on_vulkan(model, {"x": x}, "high" if precision == "high" else "normal")
+    np.testing.assert_array_equal(n, _ort(model, {"x": x})[0])
+    assert n[0, 1].all() and n.sum() == 40
 
 
 def test_sdpa_dynamic_seq_has_no_islands(session_device) -> None:
