@@ -235,7 +235,10 @@ class _Importer:
 
     # -- graph ------------------------------------------------------------
     def run(self) -> ModuleOp:
+        from vknn.frontend.schema import check_graph
+
         g = self.model.graph
+        check_graph(self.model, self.name, self.opset)
         self._infer_types()
         initializers = {t.name for t in g.initializer}
         inputs = [vi for vi in g.input if vi.name not in initializers]

@@ -121,7 +121,7 @@ def gate_reduce(
 ) -> str | None:
     kind = step.attrs.get("kind")
     if kind in ("argmax", "argmin"):
-        return f"{step.kind}: int64 index results are not stored on the GPU yet"
+        return f"{step.kind}: {kind} (int64 index results) has no Vulkan kernel yet"
     if kind not in reduce_kinds():
         return f"{step.kind}: kind '{kind}' has no Vulkan shader yet"
     out = step.out_specs[0]

@@ -1213,7 +1213,7 @@ class LowerOnnxOp(RewritePattern):
             self.reasons[op] = lowered
             return
         new_ops, values = lowered
-        rewriter.replace_op(op, new_ops, values)
+        rewriter.replace(op, new_ops, values)
 
 
 def unconverted(

@@ -231,9 +231,12 @@ def refine_types(func: FuncOp) -> int:
         # MeanVarianceNormalization); retry leniently and fail below only if
         # the node the error names is left without a static shape.
         strict_error = " ".join(str(e).split())
-        inferred = onnx.shape_inference.infer_shapes(
-            model, check_type=True, strict_mode=False, data_prop=True
-        )
+        try:
+            inferred = onnx.shape_inference.infer_shapes(
+                model, check_type=True, strict_mode=False, data_prop=True
+            )
+        except onnx.shape_inference.InferenceError as e2:  # a type error even leniently
+            raise ShapeInferenceError(" ".join(str(e2).split())) from None
     changed = 0
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         value = results.get(vi.name)
