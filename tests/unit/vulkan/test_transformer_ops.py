@@ -17,6 +17,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+import vknn
 from tests.unit.vulkan.harness import check, graph, lowered, node, shaders, vk_session
 
 PRECISIONS = ["high", "low"]
@@ -250,6 +251,23 @@ def test_gather_out_of_range_stays_inside(session_device) -> None:
         _ort(model, {"x": x, "i": np.array([7, -9], np.int64)})
 
 
+@pytest.mark.parametrize("op", ["Gather", "GatherElements"])
+def test_constant_out_of_range_index_is_an_error(session_device, op: str) -> None:
+    """A constant index out of range is known at compile time: the node is
+    not given to a clamping kernel, and running it is a one-line error, where
+    onnxruntime raises too."""
+    model = graph(
+        [node(op, ["x", "i"], ["y"], axis=1)],
+        {"x": ((2, 4), "float32")},
+        ["y"],
+        {"i": np.array([[0, 4]] * 2 if op == "GatherElements" else [0, 4], np.int64)},
+    )
+    sess = vk_session(model, allow_cpu_fallback=True)
+    assert list(sess.node_backends().values()) != ["vulkan"]
+    with pytest.raises(vknn.errors.VknnError, match="out of (range|bounds)"):
+        sess.run({"x": np.ones((2, 4), np.float32)})
+
+
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_instance_norm(session_device, precision: str) -> None:
     rng = np.random.default_rng(5)
@@ -285,6 +303,26 @@ def test_group_norm(session_device, opset: int, per: str) -> None:
         )
     )
     x = rng.standard_normal((2, c, 3, 5)).astype(np.float32)
+    (got,), _ = _on_vulkan(model, {"x": x})
+    check(got, _ort(model, {"x": x})[0], False)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"), [((1, 4, 5, 6), None), ((2, 3, 8), [2]), ((2, 3, 4, 5), [1, 2, 3])]
+)
+def test_mean_variance_normalization(
+    session_device, shape: tuple[int, ...], axes: list[int] | None
+) -> None:
+    rng = np.random.default_rng(10)
+    attrs = {} if axes is None else {"axes": axes}
+    model = _typed(
+        graph(
+            [node("MeanVarianceNormalization", ["x"], ["y"], **attrs)],
+            {"x": (shape, "float32")},
+            ["y"],
+        )
+    )
+    x = (rng.standard_normal(shape) * 2 + 3).astype(np.float32)
     (got,), _ = _on_vulkan(model, {"x": x})
     check(got, _ort(model, {"x": x})[0], False)
 
