@@ -597,6 +597,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace", type=Path, default=None, help="write a Chrome-trace JSON of one profiled run"
     )
     r.set_defaults(func=_run)
+    k = sub.add_parser("cache", help="list or clear model caches and the user cache")
+    k.add_argument("action", choices=("list", "clear"))
+    k.add_argument("paths", nargs="*", type=Path, help="models, .vkcache files or folders")
+    k.add_argument("--user", action="store_true", help="clear: also the user folder's SPIR-V")
+    k.set_defaults(func=_cache)
     d = sub.add_parser("devices", help="list the Vulkan devices and what the compiler sees")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=_devices)
@@ -618,6 +623,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", type=Path, default=None, help="latency histogram and op-kind bars")
     b.set_defaults(func=_bench)
     return parser
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from vknn.tools.cache_cmd import clear_caches, list_caches
+
+    if args.action == "list":
+        return list_caches(args.paths or [Path.cwd()])
+    return clear_caches(args.paths, args.user)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
