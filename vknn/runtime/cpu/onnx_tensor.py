@@ -168,3 +168,13 @@ def bit_cast(step: Step, inputs: list[Array | None]) -> list[Array]:
 
         raise VknnError(f"node '{step.node}' (BitCast): {x.dtype} and {dt} differ in width")
     return [contiguous(x).view(dt)]
+
+
+@register("onnx.OptionalHasElement")
+def optional_has_element(step: Step, inputs: list[Array | None]) -> list[Array]:
+    return [np.array(bool(inputs) and inputs[0] is not None)]
+
+
+@register("onnx.OptionalGetElement")
+def optional_get_element(step: Step, inputs: list[Array | None]) -> list[Array]:
+    return [need(inputs[0])]
