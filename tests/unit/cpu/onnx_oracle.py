@@ -27,7 +27,11 @@ def build(
     outputs: Sequence[str],
     consts: dict[str, np.ndarray] | None = None,
     opset: int = 21,
+    out_types: dict[str, tuple[Any, tuple[int, ...]]] | None = None,
 ) -> onnx.ModelProto:
+    """`out_types` declares (dtype, shape) of outputs whose shape depends on
+    run-time values (as exported models and ONNX's test models do)."""
+    known = out_types or {}
     graph = helper.make_graph(
         [
             helper.make_node(op, ins, outs, name=f"n{i}_{op}", **attrs)
@@ -35,7 +39,12 @@ def build(
         ],
         "g",
         [helper.make_tensor_value_info(k, _elem(v.dtype), v.shape) for k, v in feeds.items()],
-        [helper.make_empty_tensor_value_info(o) for o in outputs],
+        [
+            helper.make_tensor_value_info(o, _elem(known[o][0]), known[o][1])
+            if o in known
+            else helper.make_empty_tensor_value_info(o)
+            for o in outputs
+        ],
         initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in (consts or {}).items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

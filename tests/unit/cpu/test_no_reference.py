@@ -54,45 +54,37 @@ def test_default_session_never_imports_onnx_reference() -> None:
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
 
 
-def _loop_model():  # type: ignore[no-untyped-def]
-    """A Loop (no kernel of ours): y = x + 1 three times."""
-    from onnx import TensorProto, helper
-
-    body = helper.make_graph(
-        [
-            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-            helper.make_node("Add", ["acc_in", "one"], ["acc_out"]),
-        ],
-        "body",
-        [
-            helper.make_tensor_value_info("it", TensorProto.INT64, []),
-            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-            helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2]),
-        ],
-        [
-            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-            helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2]),
-        ],
-        initializer=[helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])],
-    )
-    return build(
-        [("Loop", ["n", "c", "x"], ["y"], {"body": body})],
-        {"x": np.zeros(2, np.float32)},
+def _deform_conv_model():  # type: ignore[no-untyped-def]
+    """DeformConv: an op with no kernel of ours."""
+    r = np.random.default_rng(0)
+    feeds = {
+        "x": r.standard_normal((1, 1, 4, 4)).astype(np.float32),
+        "off": r.standard_normal((1, 8, 3, 3)).astype(np.float32) * 0.3,
+    }
+    m = build(
+        [("DeformConv", ["x", "w", "off"], ["y"], {"kernel_shape": [2, 2]})],
+        feeds,
         ["y"],
-        {"n": np.array(3, np.int64), "c": np.array(True)},
-        opset=16,
+        {"w": r.standard_normal((1, 1, 2, 2)).astype(np.float32)},
+        opset=19,
     )
+    return m, feeds
 
 
 def test_op_without_kernel_is_a_compile_time_error() -> None:
+    m, _ = _deform_conv_model()
     with pytest.raises(VknnError) as e:
-        vknn.Session(_loop_model(), vknn.Config(backends=("cpu",)))
+        vknn.Session(m, vknn.Config(backends=("cpu",)))
     msg = str(e.value)
-    assert "\n" not in msg and "Loop" in msg and "Config.onnx_reference=True" in msg
+    assert "\n" not in msg and "DeformConv" in msg and "Config.onnx_reference=True" in msg
 
 
 def test_onnx_reference_opt_in() -> None:
-    sess = vknn.Session(_loop_model(), vknn.Config(backends=("cpu",), onnx_reference=True))
-    y = sess.run({"x": np.zeros(2, np.float32)})["y"]
-    np.testing.assert_array_equal(y, np.full(2, 3.0, np.float32))
-    assert "onnx-reference" in sess.node_backends().values()
+    m, feeds = _deform_conv_model()
+    sess = vknn.Session(m, vknn.Config(backends=("cpu",), onnx_reference=True))
+    y = sess.run(feeds)["y"]
+    from onnx.reference import ReferenceEvaluator
+
+    want = ReferenceEvaluator(m).run(None, feeds)[0]
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    assert sess.node_backends() == {"n0_DeformConv": "onnx-reference"}

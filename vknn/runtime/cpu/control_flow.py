@@ -90,6 +90,8 @@ def _check(step: Step) -> str | None:
         return f"cannot read the body: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
     for a in node.attribute:
         if a.HasField("g"):
+            if node.op_type == "Scan" and len(node.input) > len(a.g.input):
+                return "Scan-8 (batch axis, sequence_lens) is not implemented"
             why = _body_refusal(a.g)
             if why:
                 return why

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 
+from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.onnx_common import Array, attr, need, norm_axis
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
@@ -56,7 +57,7 @@ def col2im(step: Step, inputs: list[Array | None]) -> list[Array]:
         )
         img[(slice(None), slice(None), *where)] += cols[(slice(None), slice(None), *k)]
     crop = tuple(slice(pads[i], pads[i] + image[i]) for i in range(r))
-    return [np.ascontiguousarray(img[(slice(None), slice(None), *crop)])]
+    return [contiguous(img[(slice(None), slice(None), *crop)])]
 
 
 @register("onnx.MaxUnpool")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vknn.runtime.cpu.numerics import widen
+from vknn.runtime.cpu.numerics import contiguous, widen
 from vknn.runtime.cpu.onnx_common import Array, attr, axis, need, norm_indices, out_dtype
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
@@ -148,7 +148,7 @@ def split(step: Step, inputs: list[Array | None]) -> list[Array]:
         part = -(-x.shape[a] // n)
         sizes = [min(part, x.shape[a] - i * part) for i in range(n)]
     cuts = np.cumsum(sizes)[:-1]
-    return [np.ascontiguousarray(p) for p in np.split(x, cuts, axis=a)]
+    return [contiguous(p) for p in np.split(x, cuts, axis=a)]
 
 
 @register("onnx.MatMul")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vknn.runtime.cpu.numerics import widen
+from vknn.runtime.cpu.numerics import contiguous, widen
 from vknn.runtime.cpu.onnx_common import Array, attr, need, out_dtype
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
@@ -39,4 +39,4 @@ def rotary_embedding(step: Step, inputs: list[Array | None]) -> list[Array]:
         rot = np.concatenate([real, imag], axis=-1)
     y = np.concatenate([rot, x[..., dim:]], axis=-1)
     y = y.transpose(0, 2, 1, 3) if len(shape) == 4 else y.reshape(shape)
-    return [np.ascontiguousarray(y).astype(out_dtype(step))]
+    return [contiguous(y).astype(out_dtype(step))]
