@@ -6,6 +6,8 @@ Devices: "CPU" runs on the numpy oracle only; "VULKAN" (or "GPU") prefers the
 Vulkan backend with automatic CPU fallback; "VULKAN_ONLY" refuses any model
 that would put an op on the CPU (Config.allow_cpu_fallback=False), which is
 how the conformance suite counts cases run entirely on the GPU.
+"CPU_REFERENCE" is "CPU" with the opt-in Config.onnx_reference: `onnx.*` ops
+with no kernel of our own run through onnx.reference.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from vknn.session import Session
 
 _DEVICES = {
     "CPU": ("cpu",),
+    "CPU_REFERENCE": ("cpu",),
     "VULKAN": ("vulkan", "cpu"),
     "GPU": ("vulkan", "cpu"),
     "VULKAN_ONLY": ("vulkan", "cpu"),
@@ -58,9 +61,10 @@ class VknnBackendRep(BackendRep):
             names = [i.name for i in sess.inputs]
             feeds = {n: _as_array(v) for n, v in zip(names, inputs, strict=False)}
         feeds = sess._validate(feeds)
-        key = tuple(feeds[spec.name].shape for spec, _ in sess.plan.inputs)
-        if key not in sess._buckets:
-            sess.prepare_shapes({spec.name: feeds[spec.name].shape for spec, _ in sess.plan.inputs})
+        names = list(sess.bucket_inputs)
+        key = tuple(tuple(feeds[n].shape) for n in names)
+        if key not in sess._buckets:  # another shape the declared dims allow: a new bucket
+            sess.prepare_shapes({n: feeds[n].shape for n in names})
         outputs = sess.run(feeds)
         return tuple(outputs[o.name] for o in sess.outputs)
 
@@ -75,6 +79,7 @@ class VknnBackend(Backend):
         config = Config(
             backends=_backends(device),
             allow_cpu_fallback=device.split(":")[0].upper() != "VULKAN_ONLY",
+            onnx_reference=device.split(":")[0].upper() == "CPU_REFERENCE",
         )
         return VknnBackendRep(Session(model, config))
 

@@ -29,6 +29,10 @@ class Config:
     the CPU instead (saves a download/submit/upload round trip); 0 turns the
     hint off. Never applied with allow_cpu_fallback=False, and the support
     report counts fallbacks without it."""
+    onnx_reference: bool = False
+    """Opt-in: run `onnx.*` ops that have no CPU kernel of our own (control
+    flow, sequences...) through ONNX's reference implementation (slow; backend
+    `onnx-reference`). Off: such an op is a one-line error at compile time."""
     cache_file: str | None = None
     """The model cache file (runtime.model_cache): None = `<model>.vkcache` next
     to a model file (off for in-memory models, or with VKNN_MODEL_CACHE=0);
@@ -50,6 +54,11 @@ class Config:
     """Execution contexts per session (device memory and command buffers of
     their own): runs from several threads overlap up to this many at once;
     more wait. The first is made at creation, the others on demand."""
+    device: int | str | None = None
+    """The Vulkan device (`vknn devices` lists them): an index or a substring
+    of the name; None = env VKNN_DEVICE, else the first discrete GPU,
+    integrated, virtual, then CPU. One that names no device is an error
+    listing the devices."""
     pipeline: str = "standard"
     """The named compiler pipeline (vknn.transforms.pipelines)."""
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -85,6 +94,10 @@ class Config:
             )
         if not isinstance(self.contexts, int) or self.contexts < 1:
             raise InvalidArgument(f"Config.contexts must be a positive int, got {self.contexts!r}")
+        if self.device is not None and not isinstance(self.device, int | str):
+            raise InvalidArgument(
+                f"Config.device must be an index or a name substring, got {self.device!r}"
+            )
         if self.autotune not in ("off", "fast", "thorough"):
             raise InvalidArgument(
                 f"Config.autotune must be off, fast or thorough, got '{self.autotune}'"

@@ -54,7 +54,6 @@ from typing import Any
 
 import msgpack
 
-from vknn.runtime.program import check_io_metadata
 from vknn.runtime.user_cache import mac, secret, user_cache_dir  # noqa: F401  (re-exported)
 
 MAGIC = "VKNN-CACHE"
@@ -220,14 +219,19 @@ class ModelCache:
     def _load(self, data: bytes) -> str | None:
         try:
             outer = msgpack.unpackb(data, raw=False, strict_map_key=True)
-        except Exception:
+        except Exception as e:
             if len(data) < len(HEADER) and HEADER.startswith(data):
                 return "truncated before its header"
-            return "corrupt" if data.startswith(HEADER) else "not a VKNN model cache"
+            if not data.startswith(HEADER):
+                return "not a VKNN model cache"
+            return "truncated" if "incomplete" in str(e) else "corrupt"
         if not isinstance(outer, dict) or outer.get("magic") != MAGIC:
             return "not a VKNN model cache"
         if outer.get("format") != FORMAT_VERSION:
-            return "written by another VKNN version"
+            return (
+                f"written by another VKNN version (format {outer.get('format')!r}, "
+                f"this VKNN reads {FORMAT_VERSION})"
+            )
         payload, mac = outer.get("payload"), outer.get("mac")
         if not isinstance(payload, bytes) or not isinstance(mac, str):
             return "corrupt"
@@ -245,7 +249,7 @@ class ModelCache:
                     programs=dict(v["programs"]),
                     autotune=dict(v["autotune"]),
                     pipeline_cache=bytes(v["pipeline_cache"]),
-                    io=check_io_metadata(v["io"], "io"),
+                    io=dict(v["io"]),
                     used=float(v["used"]),
                 )
         except Exception:

@@ -160,7 +160,7 @@ class _Program:
         self.tables = _Tables()
         self.kernels: list[dict[str, Any]] = []
         self.kernel_index: dict[str, int] = {}
-        self.uses = {"fp16": False, "fastmath": False, "rte": False}
+        self.uses = {"fp16": False, "fastmath": False, "rte": False, "int64": False}
         self.limits = {"range": 0, "push": 0, "groups": [1, 1, 1], "local": 1}
 
     # -- kernels -----------------------------------------------------------
@@ -187,6 +187,7 @@ class _Program:
         self.uses["fp16"] |= variant == "fp16"
         self.uses["fastmath"] |= fast
         self.uses["rte"] |= rte
+        self.uses["int64"] |= defines.get("VKNN_INT64") == "1"  # 64-bit arithmetic
         spec = []
         for i, w in zip(op.spec_ids.get_values(), op.spec.data, strict=True):
             if isinstance(w, FloatAttr):
@@ -407,6 +408,7 @@ class _Program:
             subgroup_size=t.subgroup_size,
             subgroup_arithmetic=t.subgroup_arithmetic,
             has_fp16_storage=self.uses["fp16"],
+            has_int64=self.uses["int64"],
             has_float_controls2=self.uses["fastmath"],
             rte_fp16=self.uses["rte"],
             signed_zero_inf_nan_preserve_fp32=self.uses["fastmath"],

@@ -138,6 +138,7 @@ def lowering_options(config: Config, vulkan_unavailable: str = "") -> Any:
         disable_vk_ops=config.disable_vk_ops,
         allow_cpu_fallback=config.allow_cpu_fallback,
         fold_gpu_islands=config.fold_gpu_islands,
+        onnx_reference=config.onnx_reference,
         device_layout=config.device_layout,
         fastmath=config.fastmath,
         vulkan_unavailable=vulkan_unavailable,
@@ -217,7 +218,7 @@ class Session:
         if "vulkan" in cfg.backends:
             from vknn.runtime.vulkan.context import shared_device
 
-            device, _, _ = shared_device()
+            device, _, _ = shared_device(cfg.device)
         program = vxm.select(device.caps if device is not None else None, "vulkan" in cfg.backends)
         if device is not None and program.kernels:
             from vknn.runtime.spirv_check import check_program
@@ -274,7 +275,7 @@ class Session:
         ):
             from vknn.runtime.vulkan.context import shared_device
 
-            device, pipelines, why = shared_device()
+            device, pipelines, why = shared_device(self.config.device)
             if device is None:
                 raise InvalidArgument(
                     f"{self._name} runs on Vulkan and there is no Vulkan device ({why}); "
@@ -311,7 +312,8 @@ class Session:
         target, unavailable = self._target_info
         key = (
             c.precision, tuple(c.backends), c.disable_vk_ops, c.allow_cpu_fallback,
-            c.fold_gpu_islands, c.device_layout, c.fastmath, c.autotune, c.pipeline,
+            c.fold_gpu_islands, c.onnx_reference, c.device_layout, c.fastmath, c.autotune,
+            c.pipeline,
             tuple(sorted(c.dims.items())), target.to_dict() if target else None, unavailable,
         )  # fmt: skip
         return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
@@ -333,7 +335,7 @@ class Session:
         if blob and self._target_info[0] is not None:
             from vknn.runtime.vulkan.context import shared_device
 
-            _, pipelines, _ = shared_device()
+            _, pipelines, _ = shared_device(self.config.device)
             if pipelines is not None:
                 pipelines.cache.merge(blob)  # a foreign blob is refused by the driver
 
@@ -351,11 +353,12 @@ class Session:
             return False
         try:
             programs = [Program.decode(p) for p in found]
-        except ProgramError:
-            return False
-        io = cache.variant.io
-        self.inputs = [_stored_info(d) for d in io.get("inputs", ())]
-        self.outputs = [_stored_info(d) for d in io.get("outputs", ())]
+            io = cache.variant.io
+            inputs = [_stored_info(d) for d in io.get("inputs", ())]
+            outputs = [_stored_info(d) for d in io.get("outputs", ())]
+        except (ProgramError, KeyError, TypeError, ValueError, AttributeError):
+            return False  # malformed entries are compiled again, never trusted
+        self.inputs, self.outputs = inputs, outputs
         for program in programs:
             self._register(Bucket(self._executable(program), 0))
         return True
@@ -398,6 +401,9 @@ class Session:
                 program = Program.decode(data)
             except Exception:  # a stale entry is rebuilt, never trusted
                 program = None
+            if program is not None and self._cache.variant.io != self._metadata():
+                self._cache.variant.io = self._metadata()  # repaired from the parsed model
+                self._cache.dirty = True
         if program is None:
             data = self._compile(shapes)
             program = Program.decode(data)
@@ -429,7 +435,7 @@ class Session:
         from vknn.runtime.target import from_caps
         from vknn.runtime.vulkan.context import shared_device
 
-        device, _, why = shared_device()
+        device, _, why = shared_device(self.config.device)
         if device is None:
             return None, why or "no Vulkan device"
         return from_caps(device.caps), ""
@@ -462,7 +468,7 @@ class Session:
         from vknn.transforms.target_option import module_target
         from vknn.tuning import tune_module
 
-        device, pipelines, _ = shared_device()
+        device, pipelines, _ = shared_device(self.config.device)
         fast = fastmath_enabled(self.config.fastmath, module_target(module))
         self.autotune_report = tune_module(
             module, device, pipelines, self.config.autotune, self.autotune_table, fast
@@ -501,7 +507,7 @@ class Session:
             if cache.ran and self._target_info[0] is not None:
                 from vknn.runtime.vulkan.context import shared_device
 
-                _, pipelines, _ = shared_device()
+                _, pipelines, _ = shared_device(self.config.device)
                 if pipelines is not None:
                     cache.store_pipeline_cache(pipelines.cache.data())
             cache.save()
@@ -591,9 +597,19 @@ class Session:
                 f"unknown input(s) {', '.join(repr(u) for u in unknown)}; "
                 f"the model's inputs are: {self._input_names()}"
             )
+        from vknn.runtime.executable import DeviceTensor
+
         checked: dict[str, np.ndarray] = {}
         for name, value in inputs.items():
             info = known[name]
+            if isinstance(value, DeviceTensor):  # io-binding: stays on the device
+                if value.dtype != info.dtype or not info.accepts(value.shape):
+                    raise InvalidArgument(
+                        f"input '{name}': expected {info.dtype}{_fmt(info.dims or ())}, got a "
+                        f"device tensor {value.dtype}{_fmt(value.shape)}"
+                    )
+                checked[name] = value  # type: ignore[assignment]
+                continue
             if not isinstance(value, np.ndarray | np.generic):
                 raise InvalidArgument(
                     f"input '{name}': expected a numpy array, got {type(value).__name__}"
@@ -612,8 +628,16 @@ class Session:
         return checked
 
     def run(
-        self, inputs: dict[str, np.ndarray], output_names: list[str] | None = None
+        self,
+        inputs: dict[str, np.ndarray],
+        output_names: list[str] | None = None,
+        *,
+        device_outputs: dict[str, Any] | None = None,
+        trace: list[Any] | None = None,
     ) -> dict[str, np.ndarray]:
+        """`device_outputs` (output name -> a `DeviceTensor` to write, or None
+        for a new one) keeps those outputs on the device; `trace` (a list)
+        gets this run's timed rows (`runtime.executable`)."""
         feeds = self._validate(inputs)
         bucket = self._select(feeds)
         if output_names is not None:
@@ -623,7 +647,7 @@ class Session:
                     raise InvalidArgument(
                         f"unknown output '{name}'; outputs are: {', '.join(known)}"
                     )
-        out = bucket.executable.run(bucket.index, feeds)
+        out = bucket.executable.run(bucket.index, feeds, device_outputs=device_outputs, trace=trace)
         if self._cache is not None:
             self._cache.ran = True
         if output_names is None:

@@ -206,7 +206,10 @@ class Program:
             return _decode(d)
         except ProgramError:
             raise
-        except (PlanCodecError, ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
+        except (
+            PlanCodecError, ValueError, TypeError, KeyError, IndexError, OverflowError,
+            AttributeError,
+        ) as e:  # fmt: skip
             raise ProgramError(f"malformed program ({type(e).__name__}: {e})") from None
 
 
@@ -281,8 +284,34 @@ def _decode(d: Any) -> Program:
         _need([i.name for i in b.inputs] == [i.name for i in first.inputs]
               and [o.name for o in b.outputs] == [o.name for o in first.outputs],
               f"bucket {b.name} has other inputs or outputs than {first.name}")  # fmt: skip
-    meta = check_io_metadata(d.get("metadata") or {}, "metadata")
+    meta = _metadata(d.get("metadata") or {}, first)
     return Program(precision, target, compiled_for, kernels, weights, arrays, buckets, meta)
+
+
+def _metadata(meta: Any, first: Bucket) -> dict[str, Any]:
+    """The declared inputs and outputs a session reads (names, dims, dtypes)
+    must be well formed and name the buckets' tensors with their dtypes."""
+    _need(isinstance(meta, dict), "metadata is not a map")
+    for role, ios in (("inputs", first.inputs), ("outputs", first.outputs)):
+        if role not in meta:
+            continue
+        entries = _list(meta[role], f"metadata {role}", 1 << 16)
+        _need(len(entries) == len(ios), f"metadata {role}: {len(entries)} for {len(ios)} tensors")
+        for e, io in zip(entries, ios, strict=True):
+            w = f"metadata {role} entry"
+            e = _map(e, w, ("name", "dims", "dtype"))
+            _need(e["name"] == io.name, f"{w} {e['name']!r} is not the program's {io.name!r}")
+            _dtype(e["dtype"], f"{w} {io.name!r}")
+            # Inputs are checked against the declared dtype before upload.
+            _need(role == "outputs" or e["dtype"] == io.dtype,
+                  f"{w} {io.name!r}: dtype {e['dtype']!r}, the program reads "
+                  f"{io.dtype!r}")  # fmt: skip
+            if e["dims"] is not None:
+                for x in _list(e["dims"], f"{w} dims", 16):
+                    _need(x is None or isinstance(x, str) and len(x) < 256
+                          or isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 40,
+                          f"{w} {io.name!r}: bad dim {x!r}")  # fmt: skip
+    return meta
 
 
 def _kernel(k: Any, i: int) -> Kernel:
@@ -473,7 +502,7 @@ def _cpu(s: dict[str, Any], w: str, arrays: tuple[np.ndarray, ...]) -> CpuSegmen
         specs[slot] = TensorSpec(_str(e[1], w), _shape(e[2], f"{w} spec"), _str(e[3], w))
     steps = []
     for j, st in enumerate(_list(s["steps"], w)):
-        step = decode_step(st)
+        step = _step(st, f"{w} op {j}")
         where = f"{w} op {j} ({step.op})"
         _need(step.op.startswith("onnx.") or has_kernel(step.op),
               f"{where}: the CPU backend has no kernel for it")  # fmt: skip
@@ -484,6 +513,19 @@ def _cpu(s: dict[str, Any], w: str, arrays: tuple[np.ndarray, ...]) -> CpuSegmen
         steps.append(step)
     return CpuSegment(inputs, outputs, slots, arg_slots, out_slots, tuple(constants), specs,
                       tuple(steps))  # fmt: skip
+
+
+def _step(st: Any, where: str) -> Step:
+    """A CPU op with fields of the types the oracle relies on (its region's too)."""
+    step = decode_step(_map(st, where, ()))
+    for f in ("op", "node", "backend", "reason"):
+        _str(getattr(step, f), f"{where} {f}")
+    _need(isinstance(step.attrs, dict), f"{where}: attrs are not a map")
+    _need(all(isinstance(t, TensorSpec) for t in step.out_specs), f"{where}: bad output specs")
+    if step.region is not None:
+        for k, r in enumerate(_list(st["region"], f"{where} region")):
+            _step(r, f"{where} region op {k}")
+    return step
 
 
 def _io(v: Any, where: str, values: int) -> IO:
@@ -531,33 +573,6 @@ def _bucket(b: Any, i: int, kernels: tuple[Kernel, ...], weights: tuple[bytes, .
         _need(len(n) == 3 and all(isinstance(x, str) for x in n), f"{w}: a node entry is 3 strings")
         nodes.append((n[0], n[1], n[2]))
     return Bucket(_str(b["name"], w), inputs, outputs, values, tuple(segments), tuple(nodes))
-
-
-# -- metadata (hostile-input checks kept apart from the decoder above) --------------
-
-IO_DTYPES = (*DTYPES, "complex64", "complex128")
-
-
-def check_io_metadata(meta: Any, where: str) -> dict[str, Any]:
-    """`meta` if it is a map whose `inputs`/`outputs` (when present) are lists
-    of {name: str, dims: None | [int >= 0 | str | None], dtype: a known dtype}
-    (what a session reports as its declared inputs); else ProgramError."""
-    _need(isinstance(meta, dict), f"{where} is not a map")
-    for key in ("inputs", "outputs"):
-        if key not in meta:
-            continue
-        for j, info in enumerate(_list(meta[key], f"{where} {key}", 1 << 16)):
-            w = f"{where} {key}[{j}]"
-            info = _map(info, w, ("name", "dtype"))
-            _str(info["name"], f"{w} name")
-            _dtype(info["dtype"], w, IO_DTYPES)
-            dims = info.get("dims")
-            if dims is not None:
-                for x in _list(dims, f"{w} dims", 64):
-                    _need(x is None or isinstance(x, str) or
-                          (isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 40),
-                          f"{w}: a dim is a size, a name or null, got {x!r}")  # fmt: skip
-    return meta
 
 
 def check_step_fields(step: Step, where: str, depth: int = 0) -> None:

@@ -6,6 +6,10 @@
                             [--precision low] [--bucket x=1x3x224x224 ...]
     vknn run model.onnx|model.vxm [--input name=file.npy ...] [--backends cpu]
                         [--compare-ort] [--shapes ...] [--dims ...] [--seed 0]
+                        [--device 0|NAME] [--profile] [--trace trace.json]
+    vknn devices [--json]
+    vknn bench model.onnx|model.vxm [--batch N] [--runs N] [--devices all|0,1] [--json]
+                        [--plot out.png] [--no-ort]
 
 User errors (bad files, undeclared dynamic axes, unsupported ops) print as
 one `vknn: error: ...` line and exit with status 1.
@@ -55,7 +59,10 @@ def _targets(args: argparse.Namespace) -> list[tuple[object, str]]:
     names = args.target or ["from-device"]
     out: list[tuple[object, str]] = []
     for name in names:
-        if name == "from-device" and "vulkan" in args.backends:
+        if name == "from-device" and "vulkan" not in args.backends:
+            out.append((None, ""))  # nothing runs on a GPU: no device is opened
+            continue
+        if name == "from-device":
             from vknn.runtime.vulkan.context import shared_device
 
             device, _, why = shared_device()
@@ -179,6 +186,7 @@ def _write_compiled(  # type: ignore[no-untyped-def]
 
         meta = _model_metadata(args.model)
         programs = [module_to_program(m, meta) for m in lowered]
+        _check_distinct_buckets(programs[0], args.bucket)
         created = (
             f"vknn compile {args.model} --precision {args.precision}"
             + "".join(f" --target {t}" for t in args.target)
@@ -198,6 +206,21 @@ def _write_compiled(  # type: ignore[no-untyped-def]
             f"wrote      {out} ({size / 1e6:.1f} MB, precision {args.precision}, targets {names})"
         )
         print(f"buckets    {shapes}")
+
+
+def _check_distinct_buckets(program: dict, given: list) -> None:  # type: ignore[type-arg]
+    """Two --bucket values that compile to one input-shape set make a .vxm no
+    session could load: refused, naming both."""
+    seen: dict[tuple, int] = {}  # type: ignore[type-arg]
+    for i, b in enumerate(program["buckets"]):
+        key = tuple(tuple(io["shape"]) for io in b["inputs"])
+        if key in seen:
+            text = ",".join(f"{k}={v}" for k, v in _bucket_text(given[i]).items()) if given else ""
+            raise VknnError(
+                f"--bucket {i + 1} ({text}) compiles to the same input shapes as bucket "
+                f"{seen[key] + 1}; give each input-shape set once"
+            )
+        seen[key] = i
 
 
 def _bucket_inputs(program: dict) -> list:  # type: ignore[type-arg]
@@ -372,8 +395,9 @@ def _run(args: argparse.Namespace) -> int:
         precision=args.precision,
         shapes=_parse_shapes(args.shapes),
         dims=_parse_dims(args.dims),
-        profiling=args.profile,
+        profiling=args.profile or args.trace is not None,
         disable_vk_ops=args.disable_vk_ops,
+        device=args.device,
     )
     t0 = time.perf_counter()
     session = Session(args.model, config)
@@ -426,12 +450,48 @@ def _run(args: argparse.Namespace) -> int:
         from vknn.session import format_profile
 
         print(format_profile(session.profile(feeds), top=args.profile_top))
+    if args.trace is not None:
+        from vknn.trace import Trace, run_traced
+
+        trace = Trace(str(args.model))
+        run_traced(session, trace, feeds)
+        trace.write(args.trace)
+        print(f"trace    {args.trace}: {len(trace.events)} events of one run (Chrome trace JSON)")
     fallbacks = session.fallback_reasons()
     if fallbacks:
         print(
             f"fallbacks: {len(fallbacks)} node(s) not on the preferred backend, e.g. "
             + "; ".join(f"{k}: {v}" for k, v in list(fallbacks.items())[:3])
         )
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import json
+
+    from vknn.tools.bench import bench, format_result, plot
+
+    result = bench(args)
+    print(format_result(result))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"json       {args.json}")
+    if args.plot is not None:
+        plot(result, args.plot)
+        print(f"plot       {args.plot}")
+    return 0
+
+
+def _devices(args: argparse.Namespace) -> int:
+    import json
+
+    from vknn.devices import format_devices, list_devices
+
+    devices = list_devices()
+    if args.json:
+        print(json.dumps([d.to_dict() for d in devices], indent=1))
+    else:
+        print(format_devices(devices))
     return 0
 
 
@@ -539,7 +599,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", action="store_true", help="per-dispatch GPU times (timestamp queries)"
     )
     r.add_argument("--profile-top", type=int, default=25, help="rows of the profile to print")
+    r.add_argument("--device", default=None, help="Vulkan device: index or name substring")
+    r.add_argument(
+        "--trace", type=Path, default=None, help="write a Chrome-trace JSON of one profiled run"
+    )
     r.set_defaults(func=_run)
+    d = sub.add_parser("devices", help="list the Vulkan devices and what the compiler sees")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=_devices)
+    b = sub.add_parser("bench", help="latency, throughput, start-up, devices, vs onnxruntime")
+    b.add_argument("model", type=Path)
+    b.add_argument("--batch", type=int, default=None, help="batch on every input's first axis")
+    b.add_argument("--runs", type=int, default=50)
+    b.add_argument("--warmup", type=int, default=5)
+    b.add_argument("--precision", choices=("high", "normal", "low"), default=None)
+    b.add_argument("--backends", default="vulkan,cpu")
+    b.add_argument("--dims", default="", help="symbolic dims, seq=128")
+    b.add_argument(
+        "--devices", default="0", help='"all" (one session per Vulkan device) or indices: 0,1'
+    )
+    b.add_argument("--no-ort", action="store_true", help="skip onnxruntime (CPU) side by side")
+    b.add_argument("--json", type=Path, default=None, help="write every number as JSON")
+    b.add_argument("--plot", type=Path, default=None, help="latency histogram and op-kind bars")
+    b.set_defaults(func=_bench)
     return parser
 
 

@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnrealizedConversionCastOp,
     i32,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -148,7 +149,7 @@ class KernelTable:
 
 def _itemsize(form: str, dtype: str) -> int:
     if not is_float(dtype):
-        return 4
+        return 8 if dtype == "int64" else 4
     return 4 if parse(form).fp32 else 2
 
 
@@ -166,7 +167,7 @@ def buffer_type(shape: tuple[int, ...], dtype: str, form: str) -> vkd.TensorBuff
         storage = element_from_numpy(np.dtype(np.float32 if f.fp32 else np.float16))
         layout = vkd.Layout.NC4HW4 if f.packed else vkd.Layout.FLAT
     else:
-        storage, layout = i32, vkd.Layout.FLAT
+        storage, layout = (i64 if dtype == "int64" else i32), vkd.Layout.FLAT
     return vkd.TensorBufferType(shape, elem, layout, storage)
 
 

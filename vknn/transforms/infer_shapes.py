@@ -242,9 +242,30 @@ def refine_types(func: FuncOp) -> int:
             continue
         Rewriter.replace_value_with_new_type(value, new_type)
         changed += 1
+    changed += _same_shape_results(ops)
     if strict_error is not None:
         _check_named_node(block, strict_error)
     _sync_signature(func)
+    return changed
+
+
+_SAME_SHAPE = frozenset(
+    {"GroupNormalization", "MeanVarianceNormalization", "InstanceNormalization", "LpNormalization"}
+)
+"""Ops whose first result has their first input's type, which ONNX's
+inference leaves unset for some of them (function ops: GroupNormalization-21,
+MeanVarianceNormalization)."""
+
+
+def _same_shape_results(ops: list) -> int:  # type: ignore[type-arg]
+    changed = 0
+    for op in ops:
+        if not (isinstance(op, OnnxOp) and op.OP_TYPE in _SAME_SHAPE and op.results):
+            continue
+        x, y = op.operands[0], op.results[0]
+        if static_shape(y.type) is None and static_shape(x.type) is not None:
+            Rewriter.replace_value_with_new_type(y, x.type)
+            changed += 1
     return changed
 
 

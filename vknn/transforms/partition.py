@@ -4,8 +4,10 @@ runs of ops on one backend become `vkd.segment` ops.
 For every op of the function (in order) the backends of `backends` are tried
 in turn: `vulkan` asks the kernel gate (`vknn.kernels.gate`, the same
 function the support report and `convert-vx-to-vkd` use) with the module's
-`#vkd.target`; `cpu` takes any op with a numpy kernel (backend `cpu`) and
-any op still in the `onnx` dialect (backend `onnx-reference`). The choice
+`#vkd.target`; `cpu` takes any op with a numpy kernel whose compile-time check
+accepts it (backend `cpu`, `onnx.*` ops included), and, only with the opt-in
+`onnx-reference=true` (Config.onnx_reference), any other op still in the
+`onnx` dialect (backend `onnx-reference`). The choice
 is recorded on the op as `vkd.backend`, and why it is not on the first
 backend as `vkd.reason`. Then runs of at most `fold-gpu-islands` cheap
 Vulkan ops between two CPU ops move to the CPU (a GPU round trip costs more
@@ -41,17 +43,28 @@ HEAVY_KINDS = frozenset(
 """Op kinds worth a GPU round trip on their own: never folded onto the CPU."""
 
 
-def cpu_backend(step: Step) -> tuple[str, str] | None:
-    """(backend, note) of the CPU path that runs `step`, or None."""
-    from vknn.runtime.cpu import has_kernel
+def cpu_refusal(step: Step, onnx_reference: bool = False) -> str | None:
+    """Why no CPU path runs `step` (one line), or None."""
+    from vknn.runtime.cpu.registry import refusal
 
-    if step.op.startswith("onnx."):
-        return (
-            ONNX_REFERENCE,
-            f"{step.kind}: no vx lowering; runs on the CPU through onnx.reference",
-        )
-    if has_kernel(step.op):
+    why = refusal(step)
+    if why is None or (onnx_reference and step.op.startswith("onnx.")):
+        return None
+    hint = " (Config.onnx_reference=True runs it through onnx.reference)"
+    return f"{step.kind}: {why}" + (hint if step.op.startswith("onnx.") else "")
+
+
+def cpu_backend(step: Step, onnx_reference: bool = False) -> tuple[str, str] | None:
+    """(backend, note) of the CPU path that runs `step`, or None: our own
+    kernel when it takes the step, else onnx.reference for an `onnx.*` op
+    under the opt-in."""
+    from vknn.runtime.cpu.registry import refusal
+
+    why = refusal(step)
+    if why is None:
         return "cpu", ""
+    if onnx_reference and step.op.startswith("onnx."):
+        return ONNX_REFERENCE, f"{step.kind}: {why}; runs through onnx.reference (opt-in)"
     return None
 
 
@@ -66,6 +79,8 @@ class PartitionPass(ModulePass):
     disable_vk_ops: str = ""
     allow_cpu_fallback: bool = True
     fold_gpu_islands: int = 2
+    onnx_reference: bool = False
+    """Opt-in: `onnx.*` ops with no kernel of our own run through onnx.reference."""
     vulkan_unavailable: str = ""
     """Why there is no Vulkan device (a session without one): every op's
     Vulkan refusal says so, and no target is needed."""
@@ -115,13 +130,13 @@ class PartitionPass(ModulePass):
                         break
                     reasons.append(why)
                 else:
-                    cpu = cpu_backend(step)
+                    cpu = cpu_backend(step, self.onnx_reference)
                     if cpu is not None:
                         pick = cpu
                         if cpu[1]:
                             reasons.append(cpu[1])
                         break
-                    reasons.append(f"{step.kind}: no CPU kernel for {step.op}")
+                    reasons.append(cpu_refusal(step) or f"{step.kind}: no CPU kernel")
             if pick is None:
                 raise Unsupported(
                     f"node '{step.node}' ({step.kind}) has no backend among {backends}: "
@@ -137,7 +152,7 @@ class PartitionPass(ModulePass):
                 f"is False: {', '.join(gaps[:20])}{' ...' if len(gaps) > 20 else ''}"
             )
         if self.allow_cpu_fallback and self.fold_gpu_islands > 0:
-            _fold_islands(view.steps, chosen, self.fold_gpu_islands)
+            _fold_islands(view.steps, chosen, self.fold_gpu_islands, self.onnx_reference)
         for step, (backend, reason) in zip(view.steps, chosen, strict=True):
             o = view.op_of(step)
             o.attributes[vkd.BACKEND_ATTR] = StringAttr(backend)
@@ -147,7 +162,9 @@ class PartitionPass(ModulePass):
                 del o.attributes[vkd.REASON_ATTR]
 
 
-def _fold_islands(steps: list[Step], chosen: list[tuple[str, str]], max_ops: int) -> None:
+def _fold_islands(
+    steps: list[Step], chosen: list[tuple[str, str]], max_ops: int, onnx_reference: bool
+) -> None:
     """Runs of at most `max_ops` cheap Vulkan steps between two CPU steps move
     onto the CPU: such an island costs a download, a submit and an upload on
     each side, more than its few elementwise ops. Only steps with a CPU
@@ -165,10 +182,13 @@ def _fold_islands(steps: list[Step], chosen: list[tuple[str, str]], max_ops: int
             i > 0
             and j < len(steps)
             and len(island) <= max_ops
-            and all(steps[k].kind not in HEAVY_KINDS and cpu_backend(steps[k]) for k in island)
+            and all(
+                steps[k].kind not in HEAVY_KINDS and cpu_backend(steps[k], onnx_reference)
+                for k in island
+            )
         ):
             for k in island:
-                backend, note = cpu_backend(steps[k])  # type: ignore[misc]
+                backend, note = cpu_backend(steps[k], onnx_reference)  # type: ignore[misc]
                 chosen[k] = (
                     backend,
                     f"{steps[k].kind}: folded onto the CPU with its {len(island)}-op GPU island "

@@ -5,7 +5,6 @@ and the per-op fallback. Importing this package registers every kernel."""
 from vknn.runtime.cpu.registry import KERNELS, has_kernel, kernel_for, register
 
 # Kernel families register themselves on import.
-from vknn.runtime.cpu import onnx_reference  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import conv  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import matmul  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import normalization  # noqa: E402,F401  isort: skip
@@ -16,5 +15,17 @@ from vknn.runtime.cpu import reduce  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import shape_ops  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import resize  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import quant  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import vx_indexing  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import indexing  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import array_ops  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import cumulative  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import topk  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import einsum  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import onnx_math  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import onnx_tensor  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import losses  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import onnx_norm  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import onnx_reduce  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import attention_onnx  # noqa: E402,F401  isort: skip
 
 __all__ = ["KERNELS", "has_kernel", "kernel_for", "register"]

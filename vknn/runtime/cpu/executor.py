@@ -8,9 +8,16 @@ from vknn.errors import VknnError
 from vknn.runtime.cpu.registry import kernel_for
 from vknn.runtime.plan import NO_VALUE, Step
 
+BACKEND_REFERENCE = "onnx-reference"
+
 
 def run_step(step: Step, values: list[np.ndarray | None]) -> None:
     kernel = kernel_for(step.op)
+    if kernel is None and step.attrs.get("vkd.backend") == BACKEND_REFERENCE:
+        # Opted in at compile time (Config.onnx_reference): loaded only now.
+        from vknn.runtime.cpu.onnx_reference import run_onnx_node
+
+        kernel = run_onnx_node
     if kernel is None:
         raise VknnError(f"no CPU kernel for {step.op} (node '{step.node}')")
     args = [values[s] if s != NO_VALUE else None for s in step.inputs]

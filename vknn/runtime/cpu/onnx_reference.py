@@ -1,8 +1,11 @@
-"""Operators with no `vx` lowering (control flow, sequences, signal and
-string ops...) run through ONNX's reference implementation, node by node.
+"""ONNX's reference implementation, node by node: an explicit opt-in only
+(`Config(onnx_reference=True)`) for `onnx.*` ops that have no kernel of our
+own (control flow, sequences, string ops...), and a test oracle.
 
-This path is for the rare operators only; it is reported as backend
-`onnx-reference` by `Session.node_backends()`, never silently.
+Nothing imports this module by default: the executor loads it lazily for a
+step that the partition gave backend `onnx-reference`, which it does only
+under the opt-in. Such steps are reported as `onnx-reference` by
+`Session.node_backends()`, never silently.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import numpy as np
 import onnx
 from onnx.reference import ReferenceEvaluator
 
-from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import NO_VALUE, Step
 
 BACKEND = "onnx-reference"
@@ -27,7 +29,6 @@ def _evaluator(step: Step) -> tuple[ReferenceEvaluator, list[str]]:
     return cached
 
 
-@register("onnx.")
 def run_onnx_node(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
     evaluator, names = _evaluator(step)
     present = [x for s, x in zip(step.inputs, inputs, strict=True) if s != NO_VALUE]
