@@ -54,7 +54,6 @@ from typing import Any
 
 import msgpack
 
-from vknn.runtime.program import check_io_metadata
 from vknn.runtime.user_cache import mac, secret, user_cache_dir  # noqa: F401  (re-exported)
 
 MAGIC = "VKNN-CACHE"
@@ -250,7 +249,7 @@ class ModelCache:
                     programs=dict(v["programs"]),
                     autotune=dict(v["autotune"]),
                     pipeline_cache=bytes(v["pipeline_cache"]),
-                    io=check_io_metadata(v["io"], "io"),
+                    io=dict(v["io"]),
                     used=float(v["used"]),
                 )
         except Exception:

@@ -372,6 +372,40 @@ def test_invalid_utf8_in_names_is_one_line() -> None:
     assert "\n" not in str(err.value)
 
 
+def test_control_characters_in_names_are_one_line() -> None:
+    x = helper.make_tensor_value_info("x\nTraceback", TensorProto.FLOAT, [1, 1, 4, 4])
+    model = _graph([helper.make_node("Relu", ["x\nTraceback"], ["y"])], inputs=[x])
+    with pytest.raises(ModelLoadError, match="not valid UTF-8 text") as err:
+        vknn.Session(model.SerializeToString(), CPU)
+    assert "\n" not in str(err.value)
+
+
+def test_flag_attribute_beyond_one_is_true() -> None:
+    """Gemm transB=3 (fuzz seed 13 case 277): an xDSL VerifyException
+    building an i1; onnxruntime reads any nonzero flag as true."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    node = helper.make_node("Gemm", ["x", "b"], ["y"], transB=3)
+    graph = helper.make_graph([node], "g", [x], [y], [numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    out = vknn.Session(model.SerializeToString(), CPU).run({"x": a})["y"]
+    np.testing.assert_allclose(out, a @ b.T)
+
+
+def test_zero_element_initializer() -> None:
+    """A [32, 0] weight (fuzz seed 14 case 552): an empty constant is falsy,
+    and segment_steps asserted on it."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 32])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 0])
+    w = numpy_helper.from_array(np.zeros((32, 0), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    out = vknn.Session(model.SerializeToString(), CPU).run({"x": np.ones((2, 32), np.float32)})
+    assert out["y"].shape == (2, 0)
+
+
 # -- item 11: CLI options, one line ---------------------------------------------------------
 
 

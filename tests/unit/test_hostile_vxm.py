@@ -173,7 +173,7 @@ def test_cpu_step_fields(cpu_vxm: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [({"name": "x", "dims": [2, 16], "dtype": ""}, "unknown dtype"),
-     ({"name": "x", "dims": [-3], "dtype": "float32"}, "a dim is a size"),
+     ({"name": "x", "dims": [-3], "dtype": "float32"}, "bad dim -3"),
      (256, "is not a map")],
 )  # fmt: skip
 def test_metadata(cpu_vxm: dict[str, Any], entry: Any, message: str) -> None:

@@ -94,23 +94,24 @@ def _check_node(node: NodeProto, where: str, opset: int) -> None:
 
 def _check_utf8(g: onnx.GraphProto, name: str) -> None:
     """protobuf hands a proto2 string with invalid UTF-8 over as bytes: refuse
-    it here, before any code formats or compares it as text."""
+    it here, before any code formats or compares it as text; likewise names
+    with control characters."""
 
-    def bad(s: object) -> bool:
-        return not isinstance(s, str)
+    def bad(s: object) -> bool:  # bytes, or control characters (a newline breaks one-line errors)
+        return not isinstance(s, str) or any(ord(c) < 32 or c == "\x7f" for c in s)
 
     for vi in (*g.input, *g.output, *g.value_info):
         if bad(vi.name):
-            raise ModelLoadError(f"{name}: a graph value name is not valid UTF-8: {vi.name!r}")
+            raise ModelLoadError(f"{name}: a graph value name is not valid UTF-8 text: {vi.name!r}")
     for t in g.initializer:
         if bad(t.name) or any(bad(e.key) or bad(e.value) for e in t.external_data):
-            raise ModelLoadError(f"{name}: initializer {t.name!r}: a name is not valid UTF-8")
+            raise ModelLoadError(f"{name}: initializer {t.name!r}: a name is not valid UTF-8 text")
     for node in g.node:
         fields = [node.name, node.op_type, node.domain, *node.input, *node.output]
         fields += [a.name for a in node.attribute]
         if any(bad(f) for f in fields):
             raise ModelLoadError(
-                f"{name}: node {node.name!r} ({node.op_type!r}): a name is not valid UTF-8"
+                f"{name}: node {node.name!r} ({node.op_type!r}): a name is not valid UTF-8 text"
             )
 
 

@@ -568,33 +568,6 @@ def _bucket(b: Any, i: int, kernels: tuple[Kernel, ...], weights: tuple[bytes, .
     return Bucket(_str(b["name"], w), inputs, outputs, values, tuple(segments), tuple(nodes))
 
 
-# -- metadata (hostile-input checks kept apart from the decoder above) --------------
-
-IO_DTYPES = (*DTYPES, "complex64", "complex128")
-
-
-def check_io_metadata(meta: Any, where: str) -> dict[str, Any]:
-    """`meta` if it is a map whose `inputs`/`outputs` (when present) are lists
-    of {name: str, dims: None | [int >= 0 | str | None], dtype: a known dtype}
-    (what a session reports as its declared inputs); else ProgramError."""
-    _need(isinstance(meta, dict), f"{where} is not a map")
-    for key in ("inputs", "outputs"):
-        if key not in meta:
-            continue
-        for j, info in enumerate(_list(meta[key], f"{where} {key}", 1 << 16)):
-            w = f"{where} {key}[{j}]"
-            info = _map(info, w, ("name", "dtype"))
-            _str(info["name"], f"{w} name")
-            _dtype(info["dtype"], w, IO_DTYPES)
-            dims = info.get("dims")
-            if dims is not None:
-                for x in _list(dims, f"{w} dims", 64):
-                    _need(x is None or isinstance(x, str) or
-                          (isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 40),
-                          f"{w}: a dim is a size, a name or null, got {x!r}")  # fmt: skip
-    return meta
-
-
 def check_step_fields(step: Step, where: str, depth: int = 0) -> None:
     """The types of a CPU step's fields, and of its region's steps (a fused
     body, whose slots are local to it): strings, slot ints, tensor specs of

@@ -66,7 +66,7 @@ class NotLowered(Exception):
 
 
 def _bool(v: bool) -> IntegerAttr:
-    return IntegerAttr(int(v), i1)
+    return IntegerAttr(int(bool(v)), i1)  # an ONNX flag (transB=3): nonzero is true, as in ORT
 
 
 def _i64(v: int) -> IntegerAttr:
