@@ -289,21 +289,28 @@ def _decode(d: Any) -> Program:
 
 
 def _metadata(meta: Any, first: Bucket) -> dict[str, Any]:
-    """The declared inputs and outputs a session reads: well formed
-    (check_io_metadata) and naming the buckets' tensors with their dtypes."""
-    check_io_metadata(meta, "metadata")
+    """The declared inputs and outputs a session reads (names, dims, dtypes)
+    must be well formed and name the buckets' tensors with their dtypes."""
+    _need(isinstance(meta, dict), "metadata is not a map")
     for role, ios in (("inputs", first.inputs), ("outputs", first.outputs)):
-        entries = meta.get(role)
-        if entries is None:
+        if role not in meta:
             continue
+        entries = _list(meta[role], f"metadata {role}", 1 << 16)
         _need(len(entries) == len(ios), f"metadata {role}: {len(entries)} for {len(ios)} tensors")
         for e, io in zip(entries, ios, strict=True):
             w = f"metadata {role} entry"
+            e = _map(e, w, ("name", "dims", "dtype"))
             _need(e["name"] == io.name, f"{w} {e['name']!r} is not the program's {io.name!r}")
+            _dtype(e["dtype"], f"{w} {io.name!r}")
             # Inputs are checked against the declared dtype before upload.
             _need(role == "outputs" or e["dtype"] == io.dtype,
                   f"{w} {io.name!r}: dtype {e['dtype']!r}, the program reads "
                   f"{io.dtype!r}")  # fmt: skip
+            if e["dims"] is not None:
+                for x in _list(e["dims"], f"{w} dims", 16):
+                    _need(x is None or isinstance(x, str) and len(x) < 256
+                          or isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 40,
+                          f"{w} {io.name!r}: bad dim {x!r}")  # fmt: skip
     return meta
 
 
