@@ -106,7 +106,13 @@ def _distilbert() -> nn.Module:
 
 def _gpt2() -> nn.Module:
     cfg = tf.GPT2Config(
-        vocab_size=100, n_positions=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0
+        vocab_size=100,
+        n_positions=64,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     cfg.use_cache = False
     return _hf(tf.GPT2Model, cfg, ("input_ids", "attention_mask"))
