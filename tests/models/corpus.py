@@ -163,7 +163,14 @@ def _resnet() -> nn.Module:
 
 
 def _clip_text() -> nn.Module:
-    cfg = tf.CLIPTextConfig(vocab_size=100, max_position_embeddings=64, **SMALL)
+    cfg = tf.CLIPTextConfig(
+        vocab_size=100,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        **SMALL,
+    )
     return _hf(tf.CLIPTextModel, cfg, ("input_ids", "attention_mask"))
 
 
@@ -205,6 +212,10 @@ def _whisper_encoder() -> nn.Module:
         decoder_ffn_dim=64,
         max_source_positions=16,
         max_target_positions=16,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=0,
     )
     return _seeded(lambda: LastHidden(tf.WhisperModel(cfg).get_encoder(), ("input_features",)))
 
