@@ -225,6 +225,66 @@ def _mel() -> dict[str, np.ndarray]:
     return {"input_features": rng.standard_normal((2, 16, 32)).astype(np.float32)}
 
 
+def _bart() -> nn.Module:
+    # Encoder-decoder: the decoder's causal self-attention and cross-attention.
+    cfg = tf.BartConfig(
+        vocab_size=100,
+        max_position_embeddings=64,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        use_cache=False,
+    )
+    return _seeded(
+        lambda: LastHidden(tf.BartModel(cfg), ("input_ids", "attention_mask", "decoder_input_ids"))
+    )
+
+
+def _seq2seq() -> dict[str, np.ndarray]:
+    feeds = _text(100)
+    rng = np.random.default_rng(SEED + 1)
+    feeds["decoder_input_ids"] = rng.integers(0, 100, (2, 5), dtype=np.int64)
+    return feeds
+
+
+def _qwen2() -> nn.Module:
+    # RoPE and grouped-query attention with biased q/k/v projections.
+    cfg = tf.Qwen2Config(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        use_cache=False,
+    )
+    return _hf(tf.Qwen2Model, cfg, ("input_ids", "attention_mask"))
+
+
+def _swin() -> nn.Module:
+    # Shifted windows: rolls, window partition reshapes, relative position bias.
+    cfg = tf.SwinConfig(
+        image_size=32, patch_size=2, embed_dim=16, depths=[2, 1], num_heads=[2, 4], window_size=4
+    )
+    return _hf(tf.SwinModel, cfg, ("pixel_values",), "pooler_output")
+
+
+def _mobilevit() -> nn.Module:
+    cfg = tf.MobileViTConfig(
+        image_size=32,
+        patch_size=2,
+        hidden_sizes=[16, 24, 32],
+        neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 48],
+        num_attention_heads=2,
+    )
+    return _hf(tf.MobileViTModel, cfg, ("pixel_values",), "pooler_output")
+
+
 class SmallCNN(nn.Module):
     """A plain CNN: conv-BN-ReLU, max pool, a residual pair, global pool, linear."""
 
@@ -280,15 +340,25 @@ CORPUS: list[Entry] = [
     Entry("distilbert", _distilbert, lambda: _text(100), TEXT_AXES),
     Entry("gpt2", _gpt2, lambda: _text(100), TEXT_AXES, dynamo=True),
     Entry("llama", _llama, lambda: _text(100), TEXT_AXES, dynamo=True),
-    Entry("t5_encoder", _t5_encoder, lambda: _text(100), TEXT_AXES),
+    Entry("qwen2", _qwen2, lambda: _text(100), TEXT_AXES, dynamo=True),
+    Entry(
+        "bart",
+        _bart,
+        _seq2seq,
+        {**TEXT_AXES, "decoder_input_ids": {0: "batch", 1: "dec_seq"}},
+        dynamo=True,
+    ),
+    Entry("t5_encoder", _t5_encoder, lambda: _text(100), TEXT_AXES, dynamo=True),
     Entry("clip_text", _clip_text, lambda: _text(100), TEXT_AXES),
     Entry("vit", _vit, _image, IMAGE_AXES, dynamo=True),
     Entry("deit", _deit, _image, IMAGE_AXES),
     Entry("clip_vision", _clip_vision, _image, IMAGE_AXES),
     Entry("convnext", _convnext, _image, IMAGE_AXES, dynamo=True),
+    Entry("swin", _swin, _image, IMAGE_AXES, dynamo=True),
+    Entry("mobilevit", _mobilevit, _image, IMAGE_AXES),
     Entry("resnet", _resnet, _image, IMAGE_AXES),
     Entry("wav2vec2", _wav2vec2, _audio, {"input_values": {0: "batch", 1: "samples"}}),
-    Entry("whisper_encoder", _whisper_encoder, _mel, {"input_features": {0: "batch"}}),
+    Entry("whisper_encoder", _whisper_encoder, _mel, {"input_features": {0: "batch"}}, True),
     Entry("small_cnn", lambda: _seeded(SmallCNN), _pixels, {"x": {0: "batch"}}, dynamo=True),
     Entry("mobile_cnn", lambda: _seeded(MobileBlockCNN), _pixels, {"x": {0: "batch"}}),
 ]
