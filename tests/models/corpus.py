@@ -336,7 +336,7 @@ def _pixels() -> dict[str, np.ndarray]:
 
 CORPUS: list[Entry] = [
     Entry("bert", _bert, lambda: _text(100), TEXT_AXES, dynamo=True),
-    Entry("roberta", _roberta, lambda: _text(100), TEXT_AXES),
+    Entry("roberta", _roberta, lambda: _text(100), TEXT_AXES, dynamo=True),
     Entry("distilbert", _distilbert, lambda: _text(100), TEXT_AXES),
     Entry("gpt2", _gpt2, lambda: _text(100), TEXT_AXES, dynamo=True),
     Entry("llama", _llama, lambda: _text(100), TEXT_AXES, dynamo=True),
@@ -357,7 +357,7 @@ CORPUS: list[Entry] = [
     Entry("swin", _swin, _image, IMAGE_AXES, dynamo=True),
     Entry("mobilevit", _mobilevit, _image, IMAGE_AXES),
     Entry("resnet", _resnet, _image, IMAGE_AXES),
-    Entry("wav2vec2", _wav2vec2, _audio, {"input_values": {0: "batch", 1: "samples"}}),
+    Entry("wav2vec2", _wav2vec2, _audio, {"input_values": {0: "batch", 1: "samples"}}, dynamo=True),
     Entry("whisper_encoder", _whisper_encoder, _mel, {"input_features": {0: "batch"}}, True),
     Entry("small_cnn", lambda: _seeded(SmallCNN), _pixels, {"x": {0: "batch"}}, dynamo=True),
     Entry("mobile_cnn", lambda: _seeded(MobileBlockCNN), _pixels, {"x": {0: "batch"}}),

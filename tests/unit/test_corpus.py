@@ -31,6 +31,7 @@ pytestmark = pytest.mark.slow
 KNOWN: dict[tuple[str, str], str] = {
     # RoBERTa's position ids: cumsum of the padding mask.
     ("roberta", "torchscript"): "/model/embeddings/CumSum: no Vulkan kernel for onnx.CumSum yet",
+    ("roberta", "dynamo"): "node_cumsum: no Vulkan kernel for onnx.CumSum yet",
 }
 
 
