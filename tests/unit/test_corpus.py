@@ -40,7 +40,9 @@ def _cases() -> list[object]:
     for e in CORPUS:
         for exporter in ("torchscript", "dynamo") if e.dynamo else ("torchscript",):
             why = KNOWN.get((e.name, exporter))
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            marks = (
+                [pytest.mark.xfail(strict=True, raises=AssertionError, reason=why)] if why else []
+            )
             cases.append(pytest.param(e.name, exporter, marks=marks, id=f"{e.name}-{exporter}"))
     return cases
 
@@ -99,7 +101,8 @@ def _on_vulkan(path: Path, feeds: dict[str, np.ndarray], precision: str) -> Any:
     / eliminated), none on the CPU, and no validation message."""
     shapes = {k: v.shape for k, v in feeds.items()}
     sess = vknn.Session(path, vknn.Config(precision=precision, cache_file="off", shapes=shapes))
-    assert sess.fallback_reasons() == {}
+    reasons = sess.fallback_reasons()
+    assert reasons == {}, reasons
     backends = sess.node_backends()
     assert backends and set(backends.values()) == {"vulkan"}, backends
     return sess
