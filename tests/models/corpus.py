@@ -133,6 +133,55 @@ def _llama() -> nn.Module:
     return _hf(tf.LlamaModel, cfg, ("input_ids", "attention_mask"))
 
 
+def _bloom() -> nn.Module:
+    # ALiBi position biases (no position embeddings).
+    cfg = tf.BloomConfig(vocab_size=100, hidden_size=32, n_layer=2, n_head=4, use_cache=False)
+    return _hf(tf.BloomModel, cfg, ("input_ids", "attention_mask"))
+
+
+def _phi() -> nn.Module:
+    # Partial rotary embeddings (half the head dims), parallel attention and MLP.
+    cfg = tf.PhiConfig(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        partial_rotary_factor=0.5,
+        use_cache=False,
+    )
+    return _hf(tf.PhiModel, cfg, ("input_ids", "attention_mask"))
+
+
+def _deberta_v2() -> nn.Module:
+    # Disentangled attention: relative position gathers both ways.
+    cfg = tf.DebertaV2Config(vocab_size=100, max_position_embeddings=64, **SMALL)
+    return _hf(tf.DebertaV2Model, cfg, ("input_ids", "attention_mask"))
+
+
+def _albert() -> nn.Module:
+    # Factorized embeddings and one layer shared across the depth.
+    cfg = tf.AlbertConfig(vocab_size=100, embedding_size=16, max_position_embeddings=64, **SMALL)
+    return _hf(tf.AlbertModel, cfg, ("input_ids", "attention_mask"))
+
+
+def _segformer() -> nn.Module:
+    # Overlapping patch embeddings, spatial-reduction attention, Mix-FFN.
+    cfg = tf.SegformerConfig(
+        num_encoder_blocks=2,
+        depths=[1, 1],
+        sr_ratios=[2, 1],
+        hidden_sizes=[16, 32],
+        num_attention_heads=[1, 2],
+        patch_sizes=[7, 3],
+        strides=[4, 2],
+        mlp_ratios=[2, 2],
+        decoder_hidden_size=32,
+    )
+    return _hf(tf.SegformerModel, cfg, ("pixel_values",))
+
+
 def _t5_encoder() -> nn.Module:
     cfg = tf.T5Config(
         vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, use_cache=False
@@ -349,6 +398,10 @@ CORPUS: list[Entry] = [
         dynamo=True,
     ),
     Entry("t5_encoder", _t5_encoder, lambda: _text(100), TEXT_AXES, dynamo=True),
+    Entry("bloom", _bloom, lambda: _text(100), TEXT_AXES),
+    Entry("phi", _phi, lambda: _text(100), TEXT_AXES),
+    Entry("deberta_v2", _deberta_v2, lambda: _text(100), TEXT_AXES),
+    Entry("albert", _albert, lambda: _text(100), TEXT_AXES),
     Entry("clip_text", _clip_text, lambda: _text(100), TEXT_AXES),
     Entry("vit", _vit, _image, IMAGE_AXES, dynamo=True),
     Entry("deit", _deit, _image, IMAGE_AXES),
@@ -356,6 +409,7 @@ CORPUS: list[Entry] = [
     Entry("convnext", _convnext, _image, IMAGE_AXES, dynamo=True),
     Entry("swin", _swin, _image, IMAGE_AXES, dynamo=True),
     Entry("mobilevit", _mobilevit, _image, IMAGE_AXES),
+    Entry("segformer", _segformer, _image, IMAGE_AXES),
     Entry("resnet", _resnet, _image, IMAGE_AXES),
     Entry("wav2vec2", _wav2vec2, _audio, {"input_values": {0: "batch", 1: "samples"}}, dynamo=True),
     Entry("whisper_encoder", _whisper_encoder, _mel, {"input_features": {0: "batch"}}, True),

@@ -32,6 +32,8 @@ KNOWN: dict[tuple[str, str], str] = {
     # RoBERTa's position ids: cumsum of the padding mask.
     ("roberta", "torchscript"): "/model/embeddings/CumSum: no Vulkan kernel for onnx.CumSum yet",
     ("roberta", "dynamo"): "node_cumsum: no Vulkan kernel for onnx.CumSum yet",
+    # BLOOM's ALiBi positions: cumsum of the attention mask.
+    ("bloom", "torchscript"): "/model/CumSum: no Vulkan kernel for onnx.CumSum yet",
 }
 
 
