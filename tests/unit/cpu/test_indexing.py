@@ -71,8 +71,10 @@ def test_scatter_elements(reduction: str, axis: int) -> None:
     if axis == 0:
         idx = np.array([[1, -1, 3], [0, 2, -4]], np.int64)
     if reduction == "none":  # duplicate targets are unspecified without a reduction
-        idx = np.array([[1, -1, 3], [0, 2, 4]], np.int64) if axis else np.array(
-            [[1, 0, 3], [0, 2, 1]], np.int64
+        idx = (
+            np.array([[1, -1, 3], [0, 2, 4]], np.int64)
+            if axis
+            else np.array([[1, 0, 3], [0, 2, 1]], np.int64)
         )
     upd = r.standard_normal(idx.shape).astype(np.float32)
     m = build([("ScatterElements", ["d", "i", "u"], ["y"],
