@@ -45,13 +45,15 @@ def worker(path: Path, mode: str, precision: str, runs: int, warmup_s: float) ->
     import numpy as np
 
     import vknn
-    from vknn.runtime.vulkan.autotune import session_report
+    from vknn.tuning import AutotuneReport
 
     feeds = model_feeds(path)
     t0 = time.perf_counter()
-    sess = vknn.Session(str(path), vknn.Config(precision=precision, dims=DIMS, autotune=mode))
+    # No model cache: every mode compiles (and tunes) from scratch.
+    config = vknn.Config(precision=precision, dims=DIMS, autotune=mode, cache_file="off")
+    sess = vknn.Session(str(path), config)
     create_s = time.perf_counter() - t0
-    report = session_report(sess)
+    report = sess.autotune_report or AutotuneReport(mode=mode)
     out = list(sess.run(feeds).values())[0]
     heavy_gpu_work(warmup_s)
     end = time.perf_counter() + warmup_s

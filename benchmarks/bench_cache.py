@@ -9,7 +9,11 @@ For each model, in fresh subprocesses (so nothing is warm in the process):
   VKNN_CACHE_DIR): import, compile passes, shader compilation, pipelines,
   weight upload, first inference;
 - warm: the model cache file the cold run wrote is present (SPIR-V disk
-  cache emptied again, so the SPIR-V comes from the model cache only).
+  cache emptied again, so the SPIR-V comes from the model cache only);
+- vxm first: a `.vxm` compiled beforehand (`vknn compile -o`) is opened
+  instead of the ONNX file, the user cache emptied: its kernels are checked
+  once by spirv-val, as at a first start on a new machine;
+- vxm warm: the same again, the record of validated kernels kept.
 
 Reported: the median over `--repeats` of session creation and of session
 creation + first inference, the speed-up, the cache file's size, and whether
@@ -38,13 +42,17 @@ def worker(model: Path, cache: Path, precision: str) -> dict:
     import numpy as np
     from bench_models import DIMS, model_feeds
 
-    feeds = model_feeds(model)
+    # a .vxm's inputs are those of the ONNX file it was compiled from
+    feeds = model_feeds(model if model.suffix == ".onnx" else Path(os.environ["VKNN_BENCH_ONNX"]))
     t0 = time.perf_counter()
     import vknn
 
-    sess = vknn.Session(
-        str(model), vknn.Config(precision=precision, dims=DIMS, cache_file=str(cache))
-    )
+    if model.suffix == ".vxm":  # a compiled model: no compiler, no model cache
+        sess = vknn.Session(str(model), vknn.Config(precision=precision))
+    else:
+        sess = vknn.Session(
+            str(model), vknn.Config(precision=precision, dims=DIMS, cache_file=str(cache))
+        )
     created = time.perf_counter() - t0
     out = list(sess.run(feeds).values())[0]
     first = time.perf_counter() - t0
@@ -53,9 +61,13 @@ def worker(model: Path, cache: Path, precision: str) -> dict:
     return {"create_s": created, "first_s": first, "out": str(cache) + f".out{os.getpid()}.npy"}
 
 
-def _one(model: Path, cache: Path, precision: str, spirv_dir: Path) -> dict:
-    shutil.rmtree(spirv_dir, ignore_errors=True)
-    env = {**os.environ, "VKNN_CACHE_DIR": str(spirv_dir)}
+def _one(model: Path, cache: Path, precision: str, user_dir: Path, clear: bool = True) -> dict:
+    # Empty the SPIR-V disk cache but keep the per-user secret: the model
+    # cache is authenticated with it, and a new secret would discard it.
+    for sub in user_dir.glob("*") if clear else ():
+        if sub.name != "secret":
+            shutil.rmtree(sub, ignore_errors=True) if sub.is_dir() else sub.unlink()
+    env = {**os.environ, "VKNN_CACHE_DIR": str(user_dir)}
     cmd = [sys.executable, __file__, "--worker", str(model), str(cache), "--precision", precision]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
@@ -78,26 +90,39 @@ def main() -> int:
         return 0
 
     import numpy as np
-    from bench_models import build_model
+    from bench_models import DIMS, build_model
 
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"session creation (s), median of {args.repeats}, precision={args.precision}")
     print(
         f"{'model':14s} {'cold create':>11s} {'warm create':>11s} {'speed-up':>8s} "
-        f"{'cold+run':>9s} {'warm+run':>9s} {'cache MB':>8s} {'same out':>8s}"
+        f"{'cold+run':>9s} {'warm+run':>9s} {'vxm first':>9s} {'vxm warm':>8s} "
+        f"{'cache MB':>8s} {'same out':>8s}"
     )
     for name in args.models.split(","):
         model = build_model(name, args.work)
         tmp = Path(tempfile.mkdtemp(prefix="vknn-cache-bench-"))
-        cache, spirv = tmp / f"{name}.vkcache", tmp / "spirv"
-        cold, warm = [], []
+        cache, spirv = tmp / f"{name}.vkcache", tmp / "user"
+        spirv.mkdir()
+        vxm = tmp / f"{name}.vxm"
+        os.environ["VKNN_BENCH_ONNX"] = str(model)
+        dims = ",".join(f"{k}={v}" for k, v in DIMS.items())
+        subprocess.run(
+            [sys.executable, "-m", "vknn.tools.cli", "compile", str(model), "--dims", dims,
+             "--precision", args.precision, "-o", str(vxm)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        cold, warm, compiled, again = [], [], [], []
         for _ in range(args.repeats):
             cache.unlink(missing_ok=True)
             cold.append(_one(model, cache, args.precision, spirv))
             warm.append(_one(model, cache, args.precision, spirv))
+            compiled.append(_one(vxm, cache, args.precision, spirv))
+            again.append(_one(vxm, cache, args.precision, spirv, clear=False))
         same = all(
             np.array_equal(np.load(c["out"]), np.load(w["out"]))
-            for c, w in zip(cold, warm, strict=True)
+            and np.array_equal(np.load(c["out"]), np.load(x["out"]))
+            for c, w, x in zip(cold, warm, compiled, strict=True)
         )
 
         def med(rows: list[dict], key: str) -> float:
@@ -107,6 +132,7 @@ def main() -> int:
         print(
             f"{name:14s} {cc:11.3f} {wc:11.3f} {cc / wc:7.1f}x "
             f"{med(cold, 'first_s'):9.3f} {med(warm, 'first_s'):9.3f} "
+            f"{med(compiled, 'create_s'):9.3f} {med(again, 'create_s'):8.3f} "
             f"{cache.stat().st_size / 1e6:8.1f} {'yes' if same else 'NO':>8s}",
             flush=True,
         )

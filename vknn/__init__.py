@@ -24,6 +24,16 @@ __version__ = "0.1.0"
 _LAZY = {
     "Session": "vknn.session",
     "InferenceSession": "vknn.ort_compat",
+    "SessionOptions": "vknn.ort_compat",
+    "RunOptions": "vknn.ort_compat",
+    "GraphOptimizationLevel": "vknn.ort_compat",
+    "ExecutionMode": "vknn.ort_compat",
+    "get_available_providers": "vknn.ort_compat",
+    "get_all_providers": "vknn.ort_compat",
+    "get_device": "vknn.ort_compat",
+    "OrtValue": "vknn.ortvalue",
+    "IOBinding": "vknn.iobinding",
+    "list_devices": "vknn.devices",
 }
 
 
@@ -40,12 +50,22 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Config",
+    "ExecutionMode",
+    "GraphOptimizationLevel",
+    "IOBinding",
     "InferenceSession",
     "InvalidArgument",
     "ModelLoadError",
+    "OrtValue",
+    "RunOptions",
     "Session",
+    "SessionOptions",
     "ShapeInferenceError",
     "Unsupported",
     "VknnError",
     "__version__",
+    "get_all_providers",
+    "get_available_providers",
+    "get_device",
+    "list_devices",
 ]

@@ -63,7 +63,7 @@ class VknnBackendRep(BackendRep):
         feeds = sess._validate(feeds)
         names = list(sess.bucket_inputs)
         key = tuple(tuple(feeds[n].shape) for n in names)
-        if key not in sess._buckets:
+        if key not in sess._buckets:  # another shape the declared dims allow: a new bucket
             sess.prepare_shapes({n: feeds[n].shape for n in names})
         outputs = sess.run(feeds)
         return tuple(outputs[o.name] for o in sess.outputs)

@@ -100,13 +100,27 @@ def graph_pipeline(
     dims: dict[str, int] | None = None,
 ) -> ModuleOp:
     """Run the named graph pipeline (ONNX -> vx) on `module`, in place."""
-    from vknn.dialects import make_context
     from vknn.transforms.pipelines import pipeline_spec
-    from vknn.transforms.registry import available_passes
 
     spec = pipeline_spec(pipeline, _shape_spec(shapes or {}), _dims_spec(dims or {}))
-    PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
+    _apply(spec, module, "vknn compile (graph)")
     return module
+
+
+def _apply(spec: str, module: ModuleOp, desc: str) -> None:
+    """Run a pass pipeline, with a bar of its passes on a terminal (vknn.progress)."""
+    from vknn.dialects import make_context
+    from vknn.progress import Bar
+    from vknn.transforms.registry import available_passes
+
+    passes = PassPipeline.parse_spec(available_passes(), spec).passes
+    with Bar(len(passes), desc) as bar:
+
+        def step(prev: Any, _m: Any, nxt: Any) -> None:
+            if prev is not None:
+                bar.update(1, nxt.name if nxt is not None else "")
+
+        PassPipeline(passes, step if bar.active else None).apply(make_context(), module)
 
 
 def lower(
@@ -118,22 +132,20 @@ def lower(
     """Run the lowering pipeline on a `vx` module for `target` (recorded on
     the module as `#vkd.target` first), in place. `before_convert` sees the
     module after assign-storage (the autotuner pins `vkd.config` there)."""
-    from vknn.dialects import make_context
     from vknn.dialects.vkd import TARGET_ATTR
-    from vknn.transforms.registry import available_passes
     from vknn.transforms.target_option import target_attr
 
     if target is not None:
         module.attributes[TARGET_ATTR] = target_attr(target)
     spec = lowering_spec(opts)
     if before_convert is None or "convert-vx-to-vkd" not in spec:
-        PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
+        _apply(spec, module, "vknn compile (lower)")
         return module
     cut = spec.index("convert-vx-to-vkd")
     first, rest = spec[:cut].rstrip(","), spec[cut:]
-    PassPipeline.parse_spec(available_passes(), first).apply(make_context(), module)
+    _apply(first, module, "vknn compile (lower)")
     before_convert(module)
-    PassPipeline.parse_spec(available_passes(), rest).apply(make_context(), module)
+    _apply(rest, module, "vknn compile (to vkd)")
     return module
 
 

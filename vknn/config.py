@@ -34,7 +34,7 @@ class Config:
     flow, sequences...) through ONNX's reference implementation (slow; backend
     `onnx-reference`). Off: such an op is a one-line error at compile time."""
     cache_file: str | None = None
-    """The model cache file (runtime.model_cache): None = `<model>.vkcache` next
+    """The model cache file (vknn.model_cache): None = `<model>.vkcache` next
     to a model file (off for in-memory models, or with VKNN_MODEL_CACHE=0);
     "off" = no cache; else this path."""
     device_layout: str = "nc4hw4"
@@ -43,17 +43,22 @@ class Config:
     are stored [N, C/4, H, W, 4]; runtime.vulkan.layouts), "flat" stores every
     device tensor row-major."""
     fastmath: str = "auto"
-    """FPFastMathDefault kernels (runtime.spirv): auto/on where the device has
+    """FPFastMathDefault kernels (vknn.kernels.spirv): auto/on where the device has
     float_controls2, off never."""
     autotune: str = "off"
     """Measure conv/matmul configurations on the device at the first plan
-    ("fast" or "thorough"; runtime.vulkan.autotune); the winners are cached."""
+    ("fast" or "thorough"; vknn.tuning); the winners are cached."""
     profiling: bool = False
     """Record timestamp queries around every Vulkan dispatch (Session.profile())."""
     contexts: int = 2
     """Execution contexts per session (device memory and command buffers of
     their own): runs from several threads overlap up to this many at once;
     more wait. The first is made at creation, the others on demand."""
+    device: int | str | None = None
+    """The Vulkan device (`vknn devices` lists them): an index or a substring
+    of the name; None = env VKNN_DEVICE, else the first discrete GPU,
+    integrated, virtual, then CPU. One that names no device is an error
+    listing the devices."""
     pipeline: str = "standard"
     """The named compiler pipeline (vknn.transforms.pipelines)."""
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -89,6 +94,10 @@ class Config:
             )
         if not isinstance(self.contexts, int) or self.contexts < 1:
             raise InvalidArgument(f"Config.contexts must be a positive int, got {self.contexts!r}")
+        if self.device is not None and not isinstance(self.device, int | str):
+            raise InvalidArgument(
+                f"Config.device must be an index or a name substring, got {self.device!r}"
+            )
         if self.autotune not in ("off", "fast", "thorough"):
             raise InvalidArgument(
                 f"Config.autotune must be off, fast or thorough, got '{self.autotune}'"

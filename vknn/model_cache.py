@@ -138,8 +138,10 @@ class ModelCache:
     # -- opening -------------------------------------------------------------
 
     external: list[list[Any]] = field(default_factory=list)
-    """[relative path, sha256, size] of each external-data file the programs
-    were compiled from (checked again at every open)."""
+    """[path relative to the model's folder, sha256, size] of each
+    external-data file the programs were compiled from (checked again at
+    every open; the cache file may live elsewhere: Config.cache_file)."""
+    model_dir: Path | None = None
 
     @classmethod
     def open_for(cls, config: Any, model_path: Path | None, variant_key: str) -> ModelCache | None:
@@ -154,24 +156,25 @@ class ModelCache:
             return None
         guard = {"format": FORMAT_VERSION, "kernels": kernel_hash(), "model": model_hash}
         cache = cls(path, guard, variant_key, model_bytes=size)
+        cache.model_dir = model_path.parent.resolve()
         cache._read()
         return cache
 
     def set_external(self, files: list[Path]) -> None:
         """Record the external-data files (inside the model's folder, checked
         by the loader) the programs are compiled from."""
-        folder = self.path.parent
+        folder = self.model_dir or self.path.parent.resolve()
         out = []
         for p in files:
             h, n = hash_file(p)
-            out.append([str(p.relative_to(folder)), h, n])
+            out.append([str(p.resolve().relative_to(folder)), h, n])
         if out != self.external:
             self.external = out
             self.model_bytes = sum(n for _, _, n in out) + self.model_bytes
             self.dirty = True
 
     def _external_ok(self, entries: Any) -> bool:
-        folder = self.path.parent.resolve()
+        folder = self.model_dir or self.path.parent.resolve()
         for rel, h, n in entries:
             p = (folder / rel).resolve()
             if not p.is_relative_to(folder):
@@ -201,7 +204,9 @@ class ModelCache:
             try:
                 fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
                 with os.fdopen(fd, "rb") as f:
-                    data = f.read(MAX_FILE + 1)
+                    size = os.fstat(f.fileno()).st_size  # this inode's (a writer renames)
+                    # read(n) allocates n bytes up front: never read(MAX_FILE)
+                    data = f.read(min(MAX_FILE, size) + 1)
             except OSError as e:
                 why = f"unreadable ({e.strerror})"
         if why is None:
@@ -214,12 +219,19 @@ class ModelCache:
     def _load(self, data: bytes) -> str | None:
         try:
             outer = msgpack.unpackb(data, raw=False, strict_map_key=True)
-        except Exception:
-            return "not a VKNN model cache" if not data.startswith(b"\x84") else "corrupt"
+        except Exception as e:
+            if len(data) < len(HEADER) and _starts_like_a_cache(data):
+                return "truncated before its header"
+            if not _starts_like_a_cache(data[: len(HEADER)]):
+                return "not a VKNN model cache"
+            return "truncated" if "incomplete" in str(e) else "corrupt"
         if not isinstance(outer, dict) or outer.get("magic") != MAGIC:
             return "not a VKNN model cache"
         if outer.get("format") != FORMAT_VERSION:
-            return "written by another VKNN version"
+            return (
+                f"written by another VKNN version (format {outer.get('format')!r}, "
+                f"this VKNN reads {FORMAT_VERSION})"
+            )
         payload, mac = outer.get("payload"), outer.get("mac")
         if not isinstance(payload, bytes) or not isinstance(mac, str):
             return "corrupt"
@@ -353,16 +365,34 @@ class ModelCache:
         os.replace(tmp, self.path)
 
 
+HEADER = b"\x84" + msgpack.packb("magic") + msgpack.packb(MAGIC)
+"""How every cache file starts (the outer map's header, then the magic entry)."""
+
+
 def is_cache_file(path: Path) -> bool:
-    """A regular file that starts like a VKNN model cache."""
+    """A regular file that starts like a VKNN model cache, or one cut before
+    the end of that start (empty, or a prefix of it: a damaged cache, which
+    is rebuilt; anything else is somebody's file and never overwritten)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
             return False
-        with open(path, "rb") as f:
-            head = f.read(32)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(len(HEADER))
     except OSError:
         return False
-    return msgpack.packb("magic") + msgpack.packb(MAGIC) in head
+    return _starts_like_a_cache(head)
+
+
+def _starts_like_a_cache(head: bytes) -> bool:
+    """A msgpack map header (any size) then the magic entry, or a prefix of that."""
+    entry = HEADER[1:]
+    if not head:
+        return True
+    if not 0x80 <= head[0] <= 0x8F:
+        return False
+    return head[1:].startswith(entry) or (len(head) <= len(entry) and entry.startswith(head[1:]))
 
 
 def _remove_stale_temps(path: Path) -> None:

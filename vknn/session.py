@@ -20,6 +20,7 @@ several threads at once.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ import numpy as np
 
 from vknn.config import Config
 from vknn.errors import InvalidArgument
+from vknn.runtime.report import NodeRow
 
 Shape = tuple[int, ...]
 
@@ -218,7 +220,7 @@ class Session:
         if "vulkan" in cfg.backends:
             from vknn.runtime.vulkan.context import shared_device
 
-            device, _, _ = shared_device()
+            device, _, _ = shared_device(cfg.device)
         program = vxm.select(device.caps if device is not None else None, "vulkan" in cfg.backends)
         if device is not None and program.kernels:
             from vknn.runtime.spirv_check import check_program
@@ -275,7 +277,7 @@ class Session:
         ):
             from vknn.runtime.vulkan.context import shared_device
 
-            device, pipelines, why = shared_device()
+            device, pipelines, why = shared_device(self.config.device)
             if device is None:
                 raise InvalidArgument(
                     f"{self._name} runs on Vulkan and there is no Vulkan device ({why}); "
@@ -315,6 +317,7 @@ class Session:
             c.fold_gpu_islands, c.onnx_reference, c.device_layout, c.fastmath, c.autotune,
             c.pipeline,
             tuple(sorted(c.dims.items())), target.to_dict() if target else None, unavailable,
+            os.environ.get("VKNN_COOPMAT_CONV"),
         )  # fmt: skip
         return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
 
@@ -335,7 +338,7 @@ class Session:
         if blob and self._target_info[0] is not None:
             from vknn.runtime.vulkan.context import shared_device
 
-            _, pipelines, _ = shared_device()
+            _, pipelines, _ = shared_device(self.config.device)
             if pipelines is not None:
                 pipelines.cache.merge(blob)  # a foreign blob is refused by the driver
 
@@ -353,11 +356,12 @@ class Session:
             return False
         try:
             programs = [Program.decode(p) for p in found]
-        except ProgramError:
-            return False
-        io = cache.variant.io
-        self.inputs = [_stored_info(d) for d in io.get("inputs", ())]
-        self.outputs = [_stored_info(d) for d in io.get("outputs", ())]
+            io = cache.variant.io
+            inputs = [_stored_info(d) for d in io.get("inputs", ())]
+            outputs = [_stored_info(d) for d in io.get("outputs", ())]
+        except (ProgramError, KeyError, TypeError, ValueError, AttributeError):
+            return False  # malformed entries are compiled again, never trusted
+        self.inputs, self.outputs = inputs, outputs
         for program in programs:
             self._register(Bucket(self._executable(program), 0))
         return True
@@ -400,6 +404,9 @@ class Session:
                 program = Program.decode(data)
             except Exception:  # a stale entry is rebuilt, never trusted
                 program = None
+            if program is not None and self._cache.variant.io != self._metadata():
+                self._cache.variant.io = self._metadata()  # repaired from the parsed model
+                self._cache.dirty = True
         if program is None:
             data = self._compile(shapes)
             program = Program.decode(data)
@@ -431,7 +438,7 @@ class Session:
         from vknn.runtime.target import from_caps
         from vknn.runtime.vulkan.context import shared_device
 
-        device, _, why = shared_device()
+        device, _, why = shared_device(self.config.device)
         if device is None:
             return None, why or "no Vulkan device"
         return from_caps(device.caps), ""
@@ -443,6 +450,10 @@ class Session:
         target, unavailable = self._target_info
         module = import_model(self._ensure_proto(), base_dir=self._base_dir, name=self._name)
         tune = self._tune if self.config.autotune != "off" and target is not None else None
+        from vknn.hints import DECLARE_SYNTAX
+
+        # Hints in Config terms, unless a caller (the CLI) chose its own.
+        token = DECLARE_SYNTAX.set("config") if DECLARE_SYNTAX.get() == "pass" else None
         try:
             return compile_module(
                 module,
@@ -455,6 +466,8 @@ class Session:
                 before_convert=tune,
             )
         finally:
+            if token is not None:
+                DECLARE_SYNTAX.reset(token)
             release_weights(module)
 
     def _tune(self, module: Any) -> None:
@@ -464,7 +477,7 @@ class Session:
         from vknn.transforms.target_option import module_target
         from vknn.tuning import tune_module
 
-        device, pipelines, _ = shared_device()
+        device, pipelines, _ = shared_device(self.config.device)
         fast = fastmath_enabled(self.config.fastmath, module_target(module))
         self.autotune_report = tune_module(
             module, device, pipelines, self.config.autotune, self.autotune_table, fast
@@ -503,7 +516,7 @@ class Session:
             if cache.ran and self._target_info[0] is not None:
                 from vknn.runtime.vulkan.context import shared_device
 
-                _, pipelines, _ = shared_device()
+                _, pipelines, _ = shared_device(self.config.device)
                 if pipelines is not None:
                     cache.store_pipeline_cache(pipelines.cache.data())
             cache.save()
@@ -593,9 +606,19 @@ class Session:
                 f"unknown input(s) {', '.join(repr(u) for u in unknown)}; "
                 f"the model's inputs are: {self._input_names()}"
             )
+        from vknn.runtime.executable import DeviceTensor
+
         checked: dict[str, np.ndarray] = {}
         for name, value in inputs.items():
             info = known[name]
+            if isinstance(value, DeviceTensor):  # io-binding: stays on the device
+                if value.dtype != info.dtype or not info.accepts(value.shape):
+                    raise InvalidArgument(
+                        f"input '{name}': expected {info.dtype}{_fmt(info.dims or ())}, got a "
+                        f"device tensor {value.dtype}{_fmt(value.shape)}"
+                    )
+                checked[name] = value  # type: ignore[assignment]
+                continue
             if not isinstance(value, np.ndarray | np.generic):
                 raise InvalidArgument(
                     f"input '{name}': expected a numpy array, got {type(value).__name__}"
@@ -614,8 +637,16 @@ class Session:
         return checked
 
     def run(
-        self, inputs: dict[str, np.ndarray], output_names: list[str] | None = None
+        self,
+        inputs: dict[str, np.ndarray],
+        output_names: list[str] | None = None,
+        *,
+        device_outputs: dict[str, Any] | None = None,
+        trace: list[Any] | None = None,
     ) -> dict[str, np.ndarray]:
+        """`device_outputs` (output name -> a `DeviceTensor` to write, or None
+        for a new one) keeps those outputs on the device; `trace` (a list)
+        gets this run's timed rows (`runtime.executable`)."""
         feeds = self._validate(inputs)
         bucket = self._select(feeds)
         if output_names is not None:
@@ -625,7 +656,7 @@ class Session:
                     raise InvalidArgument(
                         f"unknown output '{name}'; outputs are: {', '.join(known)}"
                     )
-        out = bucket.executable.run(bucket.index, feeds)
+        out = bucket.executable.run(bucket.index, feeds, device_outputs=device_outputs, trace=trace)
         if self._cache is not None:
             self._cache.ran = True
         if output_names is None:
@@ -699,24 +730,24 @@ class Session:
 
         return sum(s.dispatches for s in self.bucket.spec.segments if isinstance(s, VulkanSegment))
 
+    def node_report(self) -> list[NodeRow]:
+        """Every ONNX node of the model (first bucket): where it runs
+        (`vulkan`, `cpu`, `onnx-reference`, joined by '+' if split), or
+        `folded` / `eliminated`, and why it is off the preferred backend
+        (`vknn.runtime.report`: the source of every report)."""
+        from vknn.runtime.report import node_rows
+
+        return node_rows(self.bucket.spec.nodes, self.config.backends[0])
+
     def node_backends(self) -> dict[str, str]:
-        """ONNX node name -> the backend its ops run on (joined by '+' if split)."""
-        out: dict[str, str] = {}
-        for node, backend, _ in self.bucket.spec.nodes:
-            prev = out.get(node)
-            if prev is None:
-                out[node] = backend
-            elif backend not in prev.split("+"):
-                out[node] = f"{prev}+{backend}"
-        return out
+        """ONNX node name -> the backend its ops run on (joined by '+' if
+        split), for every node that runs (see `node_report` for the rest)."""
+        return {r.name: r.backend for r in self.node_report() if r.runs}
 
     def fallback_reasons(self) -> dict[str, str]:
-        """ONNX node name -> why it is not on the preferred backend."""
-        out: dict[str, str] = {}
-        for node, _, reason in self.bucket.spec.nodes:
-            if reason and node not in out:
-                out[node] = reason
-        return out
+        """ONNX node name -> why it is not (only) on the preferred backend:
+        an entry for every such node."""
+        return {r.name: r.reason for r in self.node_report() if r.reason}
 
 
 def _with_precision(config: Config, default: str) -> Config:

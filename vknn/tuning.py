@@ -34,7 +34,6 @@ compiler), like the session facade.
 from __future__ import annotations
 
 import math
-import shutil
 import statistics
 import sys
 import time
@@ -50,7 +49,7 @@ from vknn.kernels.records import Dispatch, TensorRef
 from vknn.kernels.shaders import ShaderError, kernel_spirv
 from vknn.kernels.spirv import fastmath_float_types
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
-from vknn.runtime.program import BarrierCmd, DispatchCmd, Range
+from vknn.runtime.program import STAGE_COMPUTE, BarrierCmd, DispatchCmd, Range
 from vknn.runtime.target import Target as DeviceCaps
 from vknn.runtime.vulkan.commands import CommandProgram, copy_once
 from vknn.runtime.vulkan.device import Device, VulkanError, check, ffi, lib, vk
@@ -270,18 +269,23 @@ def _commands(
     ops: list[Dispatch], pipelines: Pipelines, caps: DeviceCaps
 ) -> tuple[list[Any], list[Buffer], list[Any]]:
     """Recorded dispatches as a program's commands over their own buffers, a
-    full barrier wherever the op's pass changes (split-K: partials, then sum)."""
+    barrier wherever the op's pass changes (split-K: partials, then sum) over
+    the ranges the passes before wrote: a barrier listing no range is an
+    execution dependency only (`commands.py`), which would let the sum read
+    partials not yet visible."""
     buffers: list[Buffer] = []
     index: dict[int, int] = {}
     kernels: dict[Any, int] = {}
     pipes: list[Any] = []
     commands: list[Any] = []
+    written: list[Range] = []
     last_pass: Any = None
     types = fastmath_float_types(caps)
     for op in ops:
         key = (int(op.op_index), getattr(op.op_index, "phase", 0))
-        if last_pass is not None and key != last_pass:
-            commands.append(BarrierCmd(1, 1, ()))
+        if last_pass is not None and key != last_pass and written:
+            commands.append(BarrierCmd(STAGE_COMPUTE, STAGE_COMPUTE, tuple(dict.fromkeys(written))))
+            written = []
         last_pass = key
         k = op.kernel
         if k not in kernels:
@@ -301,6 +305,8 @@ def _commands(
                 index[id(b.buffer)] = len(buffers)
                 buffers.append(b.buffer)  # type: ignore[arg-type]
             binds.append(Range(index[id(b.buffer)], b.offset, b.nbytes))
+            if b.write:
+                written.append(binds[-1])
         commands.append(DispatchCmd(kernels[k], tuple(binds), op.push, op.groups, op.label, "", ""))
     return commands, buffers, pipes
 
@@ -332,33 +338,22 @@ def time_dispatches(
 
 
 class _Progress:
-    """A one-line bar on a terminal; nothing elsewhere until `done`."""
+    """A bar on a terminal (vknn.progress); the summary line anywhere."""
 
     def __init__(self, stream: TextIO | None, total: int) -> None:
+        from vknn.progress import Bar
+
         self.stream = stream
-        self.total = total
-        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
-        self.t0 = time.perf_counter()
+        self.bar = Bar(total, "vknn autotune", stream) if stream is not None else None
 
     def update(self, done: int, label: str) -> None:
-        if not self.tty or self.stream is None:
-            return
-        width = shutil.get_terminal_size((80, 20)).columns
-        frac = done / max(1, self.total)
-        bar = "#" * int(20 * frac) + "-" * (20 - int(20 * frac))
-        line = (
-            f"vknn autotune [{bar}] {done}/{self.total} "
-            f"{time.perf_counter() - self.t0:5.1f}s  {label}"
-        )
-        self.stream.write("\r" + line[: width - 1].ljust(width - 1))
-        self.stream.flush()
+        if self.bar is not None:
+            self.bar.update(done - self.bar.done, label)
 
     def done(self, summary: str) -> None:
-        if self.stream is None:
+        if self.bar is None or self.stream is None:
             return
-        if self.tty:
-            width = shutil.get_terminal_size((80, 20)).columns
-            self.stream.write("\r" + " " * (width - 1) + "\r")
+        self.bar.close()
         self.stream.write(summary + "\n")
         self.stream.flush()
 

@@ -10,6 +10,7 @@ import onnx
 
 import vknn
 from tests.unit.models import cosine_and_error, model_inputs
+from tests.unit.program_steps import cpu_steps
 
 BASE = "infer-shapes,const-fold,convert-onnx-to-vx,dce"
 
@@ -23,7 +24,7 @@ def run_cpu(
     config = vknn.Config(backends=("cpu",), pipeline=pipeline, dims=dict(dims or {}))
     sess = vknn.Session(model, config)
     outs = list(sess.run(feeds).values())
-    return outs, collections.Counter(s.op for s in sess.plan.steps)
+    return outs, collections.Counter(s.op for s in cpu_steps(sess))
 
 
 def before_after(

@@ -6,7 +6,10 @@ each bucket against onnxruntime and through a .vxm."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 import vknn
 from tests.unit.models import cosine_and_error, model_inputs, torch_model
-from vknn.ir.plan_to_vkd import build_vxm
-from vknn.runtime.vulkan.caps import DeviceCaps
 from vknn.tools.cli import _bucket_arg
 from vknn.tools.cli import main as cli_main
 
@@ -55,6 +56,21 @@ def two_inputs(batch: str = "N") -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def build_vxm(
+    model: onnx.ModelProto, buckets: list[dict[str, tuple[int, ...]]], *options: str
+) -> bytes:
+    """`vknn compile model.onnx -o m.vxm --bucket ... [options]`: the file's bytes."""
+    with tempfile.TemporaryDirectory() as d:
+        src, out = Path(d) / "m.onnx", Path(d) / "m.vxm"
+        onnx.save(model, src)
+        argv = ["compile", str(src), "-o", str(out), *options]
+        for b in buckets:
+            argv += ["--bucket", ",".join(f"{k}={'x'.join(map(str, v))}" for k, v in b.items())]
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert cli_main(argv) == 0
+        return out.read_bytes()
+
+
 def _ort(model: onnx.ModelProto) -> ort.InferenceSession:
     so = ort.SessionOptions()
     so.log_severity_level = 3
@@ -68,7 +84,7 @@ def _check_buckets(
     same buckets gives the ONNX session's outputs bit for bit (CPU)."""
     sess = vknn.Session(model, vknn.Config(backends=("cpu",), buckets=buckets))
     assert len(sess._buckets) == len(buckets)
-    data = build_vxm(model, buckets=buckets, caps=DeviceCaps.lavapipe_like()).encode()
+    data = build_vxm(model, buckets, "--backends", "cpu")
     vxm = vknn.Session(data, CPU)
     assert len(vxm._buckets) == len(buckets)
     ref = _ort(model)
@@ -101,16 +117,31 @@ def test_cnn_at_two_batch_sizes() -> None:
     )
 
 
+@pytest.fixture
+def session_device():  # type: ignore[no-untyped-def]
+    import os
+
+    os.environ.setdefault("VKNN_VALIDATION", "1")
+    from vknn.runtime.vulkan.context import shared_device
+
+    dev, _, why = shared_device()
+    if dev is None:
+        pytest.skip(f"no Vulkan device: {why}")
+    start = len(dev.messages)
+    yield dev
+    assert not dev.messages[start:], "\n".join(map(str, dev.messages[start:]))
+
+
 @pytest.mark.slow  # ~10 s warm; ~45 s with a cold shader cache
-def test_transformer_vxm_buckets_on_vulkan() -> None:
-    """A .vxm with two sequence lengths on the Vulkan device, at the compiled
-    precision (low: fp16 storage), against onnxruntime."""
+def test_transformer_vxm_buckets_on_vulkan(session_device: Any) -> None:
+    """A .vxm with two sequence lengths compiled for the device at hand, at
+    the compiled precision (low: fp16 storage), against onnxruntime."""
     model = bert_any_seq()
     buckets = [{"input_ids": (1, 16)}, {"input_ids": (1, 32)}]
-    data = build_vxm(model, buckets=buckets, precision="low", caps=DeviceCaps.lavapipe_like())
-    sess = vknn.Session(data.encode())
-    if "vulkan" not in sess.node_backends().values():
-        pytest.skip("no Vulkan device")
+    data = build_vxm(model, buckets, "--precision", "low", "--target", "from-device")
+    sess = vknn.Session(data)
+    assert "vulkan" in sess.node_backends().values()
+    assert len(sess._buckets) == 2
     assert sess.config.precision == "low"
     ref = _ort(model)
     for seq in (16, 32):
@@ -209,10 +240,37 @@ def test_cli_bucket_syntax(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         assert e.value.code == 2
         assert "argument --bucket: bad bucket" in capsys.readouterr().err
     out = tmp_path / "two.vxm"
-    argv = ["compile", str(src), "-o", str(out), "--caps", "lavapipe"]
-    assert cli_main([*argv, "--bucket", "a=1x4,b=1x4", "--bucket", "a=2x4,b=2x4"]) == 0
+    argv = ["compile", str(src), "-o", str(out), "--backends", "cpu"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli_main([*argv, "--bucket", "a=1x4,b=1x4", "--bucket", "a=2x4,b=2x4"]) == 0
     sess = vknn.Session(out, CPU)
     x = np.ones((2, 4), np.float32)
     np.testing.assert_array_equal(sess.run({"a": x, "b": x})["y"], 2 * x)
+    out.unlink()
+    capsys.readouterr()
     assert cli_main([*argv, "--bucket", "a=2x4,b=2x4", "--bucket", "a=2x4,b=2x4"]) == 1
-    assert "compiles to the same input shapes as bucket 1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "compiles to the same input shapes as bucket 1" in err and err.count("\n") == 1
+    assert not out.exists()  # nothing written that no session could load
+
+
+def test_onnxruntime_style_apis_add_a_bucket_per_new_shape() -> None:
+    """`vknn.InferenceSession` and the ONNX backend accept any shape the
+    declared dims allow, as onnxruntime does: each new one is a new bucket."""
+    from vknn.backend import VknnBackend
+    from vknn.ort_compat import InferenceSession
+
+    sess = InferenceSession(two_inputs().SerializeToString(), providers=["CPUExecutionProvider"])
+    for n in (1, 5, 1):
+        x = np.full((n, 4), n, np.float32)
+        (y,) = sess.run(None, {"a": x, "b": -2 * x})
+        np.testing.assert_array_equal(y, np.zeros((n, 4), np.float32))
+        (y,) = sess.run(["y"], {"a": x, "b": x})
+        np.testing.assert_array_equal(y, 2 * x)
+    assert len(sess._session._buckets) == 2
+    rep = VknnBackend.prepare(two_inputs(), "CPU")
+    for n in (1, 3):
+        x = np.full((n, 4), n, np.float32)
+        (y,) = rep.run([x, x])
+        np.testing.assert_array_equal(y, 2 * x)
+    assert len(rep.session._buckets) == 2

@@ -1,7 +1,8 @@
 """SPIR-V post-processing (`vknn.kernels.spirv`) at the word level: the exact
 instructions each patch adds, idempotence, the refusals SPV_KHR_float_controls2
 demands, spirv-val on every shader family x variant after patching, and the
-policy (`fastmath_enabled`, `pipeline_spirv`) from plain `DeviceCaps`.
+policy (`fastmath_enabled`, `shaders.kernel_spirv`) from plain targets; the
+compiled program carries exactly the patched bytes its target allows.
 
 Fixture modules come from glslangValidator (as VKNN's own shaders) or, where
 GLSL cannot produce the shape wanted (no uint type at all), from spirv-as;
@@ -14,21 +15,25 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.unit.vulkan.harness import graph, lowered, node
+from vknn.kernels import spirv as S
 from vknn.kernels.shaders import (
     VARIANTS,
     compile_shader,
     glslang,
+    kernel_spirv,
     shader_names,
     spirv_val,
     validate,
 )
-from vknn.runtime import spirv as S
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.pipeline import PipelineKey, pipeline_spirv
+from vknn.kernels.targets import target
+from vknn.runtime.target import Target
+from vknn.serialize import module_to_program
 
 ENTRY_OPS = (S.OP_EXECUTION_MODE, S.OP_EXECUTION_MODE_ID)
 
@@ -394,7 +399,7 @@ def test_every_family_patched_passes_spirv_val(name: str, variant: str) -> None:
     data = compile_shader(name, variant)
     _, insts = S.parse(S.words_of(data))
     precise = any(op == S.OP_DECORATE and ops[1] == S.DEC_NO_CONTRACTION for op, ops in insts)
-    rte = variant == "fp16"
+    rte = variant.startswith("fp16")
     if precise:  # e.g. quant's `precise` division: fast math refused, RTE still fine
         with pytest.raises(S.FastMathRefused):
             S.postprocess(data, fastmath=True, rte_fp16=rte)
@@ -405,23 +410,31 @@ def test_every_family_patched_passes_spirv_val(name: str, variant: str) -> None:
         # A family without float types (copy moves raw words) is left alone.
         assert (S.CAP_FLOAT_CONTROLS2 in caps) == bool(S.declared_float_types(insts))
     validate(out, f"{name} ({variant}) post-processed")
-    # What the pipeline hands the driver on an H200-like device (the same
-    # bytes, unless the family refuses fast math).
-    key = PipelineKey(name, variant, (), 1, 0, fastmath=True)
-    piped = pipeline_spirv(key, DeviceCaps.h200_like())
+    if variant == "fp16rte":
+        return  # kernel_spirv builds it for an fp16 kernel with RTE
+    # What a program compiled for an H200-like target carries (the same
+    # bytes, unless the family refuses fast math or RTE rebuilt it).
+    h200 = target("nvidia")
+    piped = kernel_spirv(
+        name, variant, True, variant == "fp16" and h200.rte_fp16, S.fastmath_float_types(h200)
+    )
     if piped != out:
-        validate(piped, f"{name} ({variant}) pipeline")
+        validate(piped, f"{name} ({variant}) as a kernel of the nvidia target")
 
 
 # -- policy -------------------------------------------------------------------------
 
+NO_FC2 = replace(target("lavapipe"), has_float_controls2=False, rte_fp16=False)
+"""Lavapipe as the validated suite sees it (the layer predates float_controls2)."""
+
 
 def test_fastmath_enabled_policy() -> None:
-    h200, lvp = DeviceCaps.h200_like(), DeviceCaps.lavapipe_like()
+    h200, lvp = target("nvidia"), NO_FC2
     assert S.fastmath_enabled("auto", h200) and S.fastmath_enabled("on", h200)
     assert not S.fastmath_enabled("off", h200)
     assert not S.fastmath_enabled("auto", lvp)  # no float_controls2
-    no_preserve = h200.with_(signed_zero_inf_nan_preserve_fp32=False)
+    assert not S.fastmath_enabled("auto", Target())  # generic: nothing promised
+    no_preserve = replace(h200, signed_zero_inf_nan_preserve_fp32=False)
     assert not S.fastmath_enabled("auto", no_preserve)
     with pytest.warns(UserWarning, match="fastmath='on' ignored"):
         assert not S.fastmath_enabled("on", lvp)
@@ -431,47 +444,67 @@ def test_fastmath_enabled_policy() -> None:
     with pytest.raises(ValueError):
         S.fastmath_enabled("fast", h200)
     assert S.fastmath_float_types(h200) == ("f32", "f16")
-    assert S.fastmath_float_types(h200.with_(signed_zero_inf_nan_preserve_fp16=False)) == ("f32",)
+    no16 = replace(h200, signed_zero_inf_nan_preserve_fp16=False)
+    assert S.fastmath_float_types(no16) == ("f32",)
 
 
 def _modes(data: bytes) -> list[tuple[int, ...]]:
     return [ops for op, ops in S.parse(S.words_of(data))[1] if op in ENTRY_OPS]
 
 
-def test_pipeline_spirv_policy() -> None:
-    h200, lvp = DeviceCaps.h200_like(), DeviceCaps.lavapipe_like()
-    # fp16 pipelines of an RTE device are built from the fp16rte variant:
-    # the hardware conversion rounds, so the integer rounding code is gone.
+def _fast(data: bytes) -> list[tuple[int, ...]]:
+    return [m for m in _modes(data) if m[1] == S.MODE_FP_FAST_MATH_DEFAULT]
+
+
+def _rte(data: bytes) -> list[tuple[int, ...]]:
+    return [m for m in _modes(data) if m[1] == S.MODE_ROUNDING_MODE_RTE]
+
+
+def test_kernel_spirv_policy() -> None:
+    # fp16 kernels with RTE are built from the fp16rte variant: the hardware
+    # conversion rounds, so the integer rounding code is gone.
     assert len(compile_shader("softmax", "fp16rte")) < len(compile_shader("softmax", "fp16"))
-    for variant in ("fp32", "fp16"):  # the pipeline variants
+    both = ("f32", "f16")
+    for variant in ("fp32", "fp16"):
         plain = compile_shader("softmax", variant)
-        key = PipelineKey("softmax", variant, ((1, 3),), 3, 16, fastmath=True)
-        # No float_controls2, no RTE property: the compiled bytes as they are.
-        assert pipeline_spirv(key, lvp) == plain
-        assert pipeline_spirv(PipelineKey("softmax", variant, (), 3, 16), lvp) == plain
-        got = pipeline_spirv(key, h200)
-        modes = _modes(got)
-        fast = [m for m in modes if m[1] == S.MODE_FP_FAST_MATH_DEFAULT]
-        rte = [m for m in modes if m[1] == S.MODE_ROUNDING_MODE_RTE]
-        assert len(fast) == (2 if variant == "fp16" else 1)
-        assert len(rte) == (1 if variant == "fp16" else 0)
-        # fastmath off in the key: RTE only.
-        off = pipeline_spirv(PipelineKey("softmax", variant, (), 3, 16), h200)
-        assert not [m for m in _modes(off) if m[1] == S.MODE_FP_FAST_MATH_DEFAULT]
+        # No fast math, no RTE: the compiled bytes as they are.
+        assert kernel_spirv("softmax", variant, False, False, both) == plain
+        got = kernel_spirv("softmax", variant, True, True, both)
+        assert len(_fast(got)) == (2 if variant == "fp16" else 1)
+        assert len(_rte(got)) == (1 if variant == "fp16" else 0)
+        # Fast math off: RTE only.
+        off = kernel_spirv("softmax", variant, False, True, both)
+        assert not _fast(off) and len(_rte(off)) == len(_rte(got))
         # Cached: the same object for the same (shader, variant, patches).
-        assert pipeline_spirv(key, h200) is got
+        assert kernel_spirv("softmax", variant, True, True, both) is got
     # A kernel with `precise` keeps strict math but still gets RTE.
-    quant = pipeline_spirv(PipelineKey("quant", "fp16", (), 3, 16, fastmath=True), h200)
+    quant = kernel_spirv("quant", "fp16", True, True, both)
     assert S.CAP_FLOAT_CONTROLS2 not in S.capabilities(S.parse(S.words_of(quant))[1])
-    assert [m[1] for m in _modes(quant)].count(S.MODE_ROUNDING_MODE_RTE) == 1
+    assert len(_rte(quant)) == 1
     # Without fp16 preserve, f16 gets no default (it could not be 0x70000).
-    no16 = h200.with_(signed_zero_inf_nan_preserve_fp16=False)
-    got = pipeline_spirv(PipelineKey("softmax", "fp16", (), 3, 16, fastmath=True), no16)
-    fast = [m for m in _modes(got) if m[1] == S.MODE_FP_FAST_MATH_DEFAULT]
-    assert len(fast) == 1
+    assert len(_fast(kernel_spirv("softmax", "fp16", True, True, ("f32",)))) == 1
 
 
-def test_pipeline_key_is_default_compatible() -> None:
-    a = PipelineKey("matmul", "fp32", (), 3, 16)
-    assert a.fastmath is False and a == PipelineKey("matmul", "fp32", (), 3, 16, False)
-    assert len({a, PipelineKey("matmul", "fp32", (), 3, 16, True)}) == 2
+def _softmax_program(t: Target) -> dict:  # type: ignore[type-arg]
+    m = graph([node("Softmax", ["x"], ["y"], axis=-1)], {"x": ((4, 64), "float32")}, ["y"])
+    return module_to_program(lowered(m, t, precision="low", allow_cpu_fallback=False))
+
+
+def test_the_program_carries_what_its_target_allows() -> None:
+    """The compiler applies the policy: a program for an H200-like target
+    carries fast-math and RTE modules, one for a device without
+    float_controls2 and RTE the plain compiled bytes (no device needed)."""
+    nv = _softmax_program(target("nvidia"))
+    plain = _softmax_program(NO_FC2)
+    for program, patched in ((nv, True), (plain, False)):
+        assert program["kernels"]
+        for k in program["kernels"]:
+            spirv = k["spirv"]
+            validate(spirv, f"{k['name']} in a program")
+            float_types = S.declared_float_types(S.parse(S.words_of(spirv))[1])
+            assert bool(_fast(spirv)) == (patched and bool(float_types)), k["name"]
+            assert bool(_rte(spirv)) == (patched and k["variant"] == "fp16"), k["name"]
+            caps = S.capabilities(S.parse(S.words_of(spirv))[1])
+            if not patched:
+                assert not caps & {S.CAP_FLOAT_CONTROLS2, S.CAP_ROUNDING_MODE_RTE}, k["name"]
+    assert any(k["variant"] == "fp16" for k in nv["kernels"])

@@ -1,10 +1,11 @@
-"""The `vkd` dialect: tensor sizes, builders, verifiers, and that effectful ops survive DCE."""
+"""The `vkd` dialect: tensor sizes, builders, verifiers, that effectful ops
+survive DCE, and fallback reasons from the IR to the program."""
 
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     DenseResourceAttr,
     IntegerAttr,
     ModuleOp,
@@ -15,7 +16,8 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Block, Region
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
@@ -23,22 +25,20 @@ from xdsl.utils.exceptions import VerifyException
 
 from vknn.dialects import make_context
 from vknn.dialects.vkd import (
+    NAME_ATTR,
     REASON_ATTR,
     Access,
     AllocOp,
     ArenaOp,
     BarrierOp,
     CopyOp,
-    CpuSegmentOp,
     DispatchOp,
     DownloadOp,
-    InputOp,
     KernelOp,
     Layout,
     Memory,
-    OutputOp,
-    PlanOp,
     Precision,
+    SegmentOp,
     Stage,
     TensorBufferType,
     UploadOp,
@@ -102,13 +102,14 @@ def test_tensor_type_text_round_trip() -> None:
         assert str(typ) == text
 
 
-# --- a plan built from Python ---------------------------------------------
+# --- a module built from Python ---------------------------------------------
 
 
-def _plan() -> tuple[ModuleOp, dict[str, object]]:
-    """input -> upload -> relu dispatch -> download -> cpu op -> output."""
-    host = T([1, 4, 2, 2], Layout.NCHW)
-    dev = T([1, 4, 2, 2], Layout.NC4HW4, storage=f16)
+def _module() -> tuple[ModuleOp, dict[str, Operation]]:
+    """host x -> upload -> relu dispatch -> copy -> barrier -> download ->
+    a CPU segment -> return; a kernel symbol; a weight in a const arena."""
+    host = TensorType(f32, [1, 4, 2, 2])
+    dev = T([1, 4, 2, 2], Layout.FLAT, storage=f16)
     kernel = KernelOp(
         "relu_f16",
         "unary",
@@ -116,115 +117,122 @@ def _plan() -> tuple[ModuleOp, dict[str, object]]:
         local_size=[64, 1, 1],
         bindings=[Access.READ, Access.WRITE],
         push_size=8,
-        spec_ids=[0],
+        spec=[(1, 4)],
     )
-    x = InputOp("x", host)
-    y = OutputOp("y", host)
+    seg_block = Block(arg_types=[host])
     arena = ArenaOp(Memory.DEVICE, 256)
-    harena = ArenaOp(Memory.HOST, 64)
-    a = AllocOp(arena.result, 0, dev)
-    b = AllocOp(arena.result, 128, dev)
-    h = AllocOp(harena.result, 0, host)
+    consts = ArenaOp(Memory.CONST, 64)
+    a = AllocOp(Memory.DEVICE, 32, dev, arena.result, 0)
+    b = AllocOp(Memory.DEVICE, 32, dev, arena.result, 128)
     w = WeightOp(
         DenseResourceAttr.from_params("vkd_unit_w", TensorType(f16, [16])),
         T([16], Layout.FLAT, f16),
-        packing="flat",
+        arena=consts.result,
+        offset=0,
     )
     dispatch = DispatchOp(
-        "relu_f16", [a.result, b.result], push=[16, 0.5], spec=[4], groups=[1, 1, 1],
-        query=0, node_name="relu0",
+        "relu_f16", [a.result, b.result], ranges=[0, 32, 0, 32], push=[16, 0.5],
+        groups=[1, 1, 1], step=0, label="relu0 (Relu)",
+        attributes={NAME_ATTR: StringAttr("relu0")},
     )  # fmt: skip
-    gpu = VulkanSegmentOp(
-        Region(
-            Block(
-                [
-                    UploadOp(x.result, a.result),
-                    BarrierOp(Stage.HOST, Stage.COMPUTE),
-                    dispatch,
-                    CopyOp(b.result, a.result, 16, src_offset=0, dst_offset=16),
-                    BarrierOp(Stage.COMPUTE, Stage.HOST, [b.result]),
-                    DownloadOp(b.result, h.result),
-                ]
-            )
-        ),
-        queries=2,
+    down = DownloadOp(b.result, host)
+    seg_block.add_ops(
+        [
+            arena,
+            consts,
+            a,
+            b,
+            w,
+            UploadOp(seg_block.args[0], a.result),
+            dispatch,
+            CopyOp(b.result, a.result, 16, src_offset=0, dst_offset=16),
+            BarrierOp([Stage.COMPUTE, Stage.TRANSFER], [Stage.HOST], [b.result], [0, 32]),
+            down,
+            YieldOp(down.result),
+        ]
     )
-    body = Block(arg_types=[TensorType(f32, [1, 4, 2, 2])])
-    body.add_op(YieldOp(body.args[0]))
-    cpu = CpuSegmentOp([h.result], [y.result], Region(body))
-    plan = PlanOp(
-        "b0",
-        {"x": [1, 4, 2, 2]},
-        Region(Block([x, y, arena, harena, a, b, h, w, gpu, cpu])),
-    )
-    module = ModuleOp([kernel, plan])
-    return module, {"kernel": kernel, "dispatch": dispatch, "alloc": a, "weight": w, "cpu": cpu}
+    fn = FuncOp("b0", ([host], [host]))
+    x = fn.body.block.args[0]
+    gpu = VulkanSegmentOp([x], [host], Region(seg_block))
+    cpu_block = Block(arg_types=[host])
+    cpu_block.add_op(YieldOp(cpu_block.args[0]))
+    cpu = SegmentOp("cpu", [gpu.results[0]], [host], Region(cpu_block))
+    fn.body.block.add_ops([gpu, cpu, ReturnOp(cpu.results[0])])
+    module = ModuleOp([kernel, fn])
+    ops = {"kernel": kernel, "dispatch": dispatch, "alloc": a, "weight": w, "cpu": cpu}
+    return module, ops
 
 
-def test_built_plan_verifies_and_round_trips() -> None:
-    module, _ = _plan()
+def test_built_module_verifies_and_round_trips() -> None:
+    module, _ = _module()
     module.verify()
     text = str(module)
     reparsed = Parser(make_context(), text).parse_module()
     reparsed.verify()
     assert str(reparsed) == text
-    assert "push [16, 5.000000e-01] spec [4] groups [1, 1, 1] query 0" in text
+    assert "push [16, 5.000000e-01] groups [1, 1, 1] step 0" in text
+    assert "spec [1] = [4]" in text
 
 
 def test_effectful_ops_are_not_dead() -> None:
-    module, ops = _plan()
+    module, _ = _module()
     seg = next(op for op in module.walk() if isinstance(op, VulkanSegmentOp))
     for op in seg.body.block.ops:
         assert not is_trivially_dead(op), op.name
-    # A weight or an allocation nobody uses is only a name for bytes: DCE may drop it.
-    assert is_trivially_dead(ops["weight"])
 
 
 def test_dispatch_binding_count() -> None:
-    module, ops = _plan()
+    module, ops = _module()
     dispatch = ops["dispatch"]
     assert isinstance(dispatch, DispatchOp)
     dispatch.operands = [dispatch.operands[0]]
-    with pytest.raises(VerifyException, match="passes 1 buffers but the kernel has 2 bindings"):
+    dispatch.properties["ranges"] = DenseArrayBase.from_list(i64, [0, 32])
+    with pytest.raises(VerifyException, match="1 buffers for a kernel with 2 bindings"):
         module.verify()
 
 
 def test_dispatch_push_size() -> None:
-    module, ops = _plan()
+    module, ops = _module()
     kernel = ops["kernel"]
     assert isinstance(kernel, KernelOp)
     kernel.properties["push_size"] = IntegerAttr(12, i32)
     with pytest.raises(
         VerifyException,
-        match="pushes 8 bytes but the kernel's push constants are 12 bytes",
+        match="8 push-constant bytes for a kernel declaring 12",
     ):
         module.verify()
 
 
-def test_cpu_segment_needs_reasons() -> None:
-    module, ops = _plan()
-    cpu = ops["cpu"]
-    assert isinstance(cpu, CpuSegmentOp)
-    block = cpu.body.block
-    relu = arith.MaximumfOp(block.args[0], block.args[0])
-    block.insert_op_before(relu, block.first_op)
-    with pytest.raises(VerifyException, match="'arith.maximumf' has no 'vkd.reason' string"):
+def test_dispatch_binding_range() -> None:
+    module, ops = _module()
+    dispatch = ops["dispatch"]
+    assert isinstance(dispatch, DispatchOp)
+    dispatch.properties["ranges"] = DenseArrayBase.from_list(i64, [0, 32, 16, 32])
+    with pytest.raises(VerifyException, match=r"binding bytes \[16, 48\) are outside its 32"):
         module.verify()
-    relu.attributes[REASON_ATTR] = StringAttr("disabled by Config.disable_vk_ops")
-    module.verify()
 
 
 def test_alloc_bounds() -> None:
-    module, ops = _plan()
+    module, ops = _module()
     alloc = ops["alloc"]
     assert isinstance(alloc, AllocOp)
     alloc.properties["offset"] = IntegerAttr(240, i64)
-    with pytest.raises(VerifyException, match=r"\[240, 272\) overruns the arena of 256 bytes"):
+    with pytest.raises(VerifyException, match=r"bytes \[240, 272\) are past the arena's 256"):
+        module.verify()
+
+
+def test_weight_needs_a_const_arena() -> None:
+    module, ops = _module()
+    weight = ops["weight"]
+    assert isinstance(weight, WeightOp)
+    arena = next(op for op in module.walk() if isinstance(op, ArenaOp))
+    weight.operands = [arena.result]
+    with pytest.raises(VerifyException, match="weights live in a const arena"):
         module.verify()
 
 
 def test_printer_prints_enum_keywords() -> None:
-    module, _ = _plan()
+    module, _ = _module()
     out = []
 
     class Sink:
@@ -235,4 +243,30 @@ def test_printer_prints_enum_keywords() -> None:
     text = "".join(out)
     assert "bindings [read, write]" in text
     assert "vkd.arena device size 256 align 16" in text
-    assert "vkd.barrier compute to host %" in text
+    assert "vkd.barrier [compute, transfer] to [host](%" in text
+    assert 'shader "unary" fp16' in text
+
+
+def test_fallback_reason_is_in_the_ir_and_the_program() -> None:
+    """Why an op is not on the GPU is a `vkd.reason` on it inside its
+    `vkd.segment "cpu"` (partition), and the program reports it per node."""
+    from tests.unit.vulkan.harness import graph, lowered, node
+    from vknn.serialize import module_to_program
+
+    m = graph(
+        [node("Softmax", ["x"], ["s"], name="sm", axis=-1), node("MatMul", ["s", "x"], ["y"])],
+        {"x": ((8, 8), "float32")},
+        ["y"],
+    )
+    module = lowered(m, "lavapipe", disable_vk_ops="Softmax", fold_gpu_islands=0)
+    cpu = [op for op in module.walk() if isinstance(op, SegmentOp) and op.backend.data == "cpu"]
+    reasons = [
+        op.attributes[REASON_ATTR].data
+        for seg in cpu
+        for op in seg.body.block.ops
+        if REASON_ATTR in op.attributes
+    ]
+    assert any("disable_vk_ops" in r for r in reasons), reasons
+    nodes = {n: (b, r) for n, b, r in module_to_program(module)["buckets"][0]["nodes"]}
+    assert nodes["sm"] == ("cpu", "Softmax: disabled by Config.disable_vk_ops")
+    assert [b for n, (b, _) in nodes.items() if n != "sm"] == ["vulkan"]

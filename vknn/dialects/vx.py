@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     Signedness,
+    StringAttr,
     TensorType,
     f32,
     i1,
@@ -1035,6 +1036,9 @@ class _SoftmaxBase(VxOp):
     input = operand_def(TensorType)
     output = result_def(TensorType)
     axis = prop_def(I64Attr)
+    zero_nan = opt_prop_def(BoolAttr)
+    """NaN results are 0 (the exporters' guard Where(IsNaN(p), 0, p) folded
+    in: a row of all -inf, or with NaN / +inf, comes out as zeros)."""
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 
@@ -1389,6 +1393,150 @@ class GatherOp(VxOp):
         return self.infer_shape(shape_of(self.data), shape_of(self.indices), self.axis.value.data)
 
 
+# -- indexing and float tests (ONNX GatherND, GatherElements, ScatterElements,
+# IsNaN/IsInf): vknn/kernels/indexing.py, runtime/cpu/vx_indexing.py.
+
+FLOAT_TESTS = ("nan", "inf", "pos_inf", "neg_inf")
+"""`vx.float_test` kinds: IsNaN, IsInf, IsInf(detect_negative=0), IsInf(detect_positive=0)."""
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+@irdl_op_definition
+class FloatTestOp(VxOp):
+    """i1 per element: whether x is NaN / +-inf / +inf / -inf (`test`)."""
+
+    name = "vx.float_test"
+    LAYOUT_CLASS: ClassVar[LayoutClass] = "flat"
+    POINTWISE: ClassVar[bool] = False
+    HOSTS_EPILOGUE: ClassVar[bool] = False
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    test = prop_def(StringAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$test $input attr-dict `:` type($input) `->` type($output)"
+
+    def check(self) -> None:
+        _check_float(self, self.input, "input")
+        if self.test.data not in FLOAT_TESTS:
+            raise self._fail(f"test '{self.test.data}' is not one of {', '.join(FLOAT_TESTS)}")
+
+    def expected_element_type(self) -> Attribute:
+        return i1
+
+    def expected_shape(self) -> Shape:
+        return shape_of(self.input)
+
+
+@irdl_op_definition
+class GatherNDOp(VxOp):
+    """ONNX GatherND: each row of the last axis of `indices` (k entries)
+    addresses data[b..., i0, ..., ik-1, :] after `batch_dims` shared leading
+    dims; negative entries count from the end of their axis."""
+
+    name = "vx.gather_nd"
+    LAYOUT_CLASS: ClassVar[LayoutClass] = "flat"
+    POINTWISE: ClassVar[bool] = False
+    HOSTS_EPILOGUE: ClassVar[bool] = False
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    batch_dims = prop_def(I64Attr)
+    traits = traits_def(Pure())
+    assembly_format = _OPERANDS_FORMAT
+
+    @staticmethod
+    def infer_shape(data: Shape, indices: Shape, batch_dims: int) -> Shape:
+        if not indices:
+            raise ValueError("indices must have rank >= 1")
+        k = indices[-1]
+        if k != DYNAMIC and not 1 <= k <= len(data) - batch_dims:
+            raise ValueError(f"index rows of {k} entries do not fit data {_fmt(data)}")
+        if data[:batch_dims] != indices[:batch_dims]:
+            raise ValueError(f"batch dims of {_fmt(data)} and {_fmt(indices)} differ")
+        return (*indices[:-1], *data[batch_dims + k :])
+
+    def check(self) -> None:
+        b = self.batch_dims.value.data
+        if not 0 <= b < len(shape_of(self.indices)):
+            raise self._fail(f"batch_dims {b} is out of range")
+        if not _is_int(element_of(self.indices)):
+            raise self._fail(f"indices must be integers, got {element_of(self.indices)}")
+
+    def expected_shape(self) -> Shape:
+        return self.infer_shape(
+            shape_of(self.data), shape_of(self.indices), self.batch_dims.value.data
+        )
+
+
+@irdl_op_definition
+class GatherElementsOp(VxOp):
+    """ONNX GatherElements: out[i] = data[i with its `axis` coordinate
+    replaced by indices[i]]; `indices` may be smaller than `data` on every
+    axis; negative indices count from the end."""
+
+    name = "vx.gather_elements"
+    LAYOUT_CLASS: ClassVar[LayoutClass] = "flat"
+    POINTWISE: ClassVar[bool] = False
+    HOSTS_EPILOGUE: ClassVar[bool] = False
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(I64Attr)
+    traits = traits_def(Pure())
+    assembly_format = _OPERANDS_FORMAT
+
+    def check(self) -> None:
+        data, idx = shape_of(self.data), shape_of(self.indices)
+        _check_axis(self, self.axis.value.data, len(data))
+        if len(idx) != len(data):
+            raise self._fail(f"indices {_fmt(idx)} and data {_fmt(data)} differ in rank")
+        if not _is_int(element_of(self.indices)):
+            raise self._fail(f"indices must be integers, got {element_of(self.indices)}")
+
+    def expected_shape(self) -> Shape:
+        return shape_of(self.indices)
+
+
+@irdl_op_definition
+class ScatterElementsOp(VxOp):
+    """ONNX ScatterElements: a copy of `data` where each updates[i] goes to
+    the position of i with its `axis` coordinate replaced by indices[i]
+    (combined by `reduction`: none replaces)."""
+
+    name = "vx.scatter_elements"
+    LAYOUT_CLASS: ClassVar[LayoutClass] = "flat"
+    POINTWISE: ClassVar[bool] = False
+    HOSTS_EPILOGUE: ClassVar[bool] = False
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(I64Attr)
+    reduction = prop_def(StringAttr)
+    traits = traits_def(Pure())
+    assembly_format = _OPERANDS_FORMAT
+
+    def check(self) -> None:
+        data, idx = shape_of(self.data), shape_of(self.indices)
+        _check_axis(self, self.axis.value.data, len(data))
+        if len(idx) != len(data) or shape_of(self.updates) != idx:
+            raise self._fail(
+                f"indices {_fmt(idx)}, updates {_fmt(shape_of(self.updates))} and data "
+                f"{_fmt(data)} must have one rank, indices and updates one shape"
+            )
+        _check_same_element(self, self.data, self.updates, "updates")
+        if self.reduction.data not in SCATTER_REDUCTIONS:
+            raise self._fail(f"reduction '{self.reduction.data}' is not one of "
+                             f"{', '.join(SCATTER_REDUCTIONS)}")  # fmt: skip
+
+    def expected_shape(self) -> Shape:
+        return shape_of(self.data)
+
+
 @irdl_op_definition
 class ExpandOp(VxOp):
     """Broadcasts the input to the result shape (numpy rules)."""
@@ -1697,6 +1845,10 @@ GRAPH_OPS: tuple[type[VxOp], ...] = (
     ConcatOp,
     SliceOp,
     GatherOp,
+    FloatTestOp,
+    GatherNDOp,
+    GatherElementsOp,
+    ScatterElementsOp,
     ExpandOp,
     PadOp,
     ResizeOp,

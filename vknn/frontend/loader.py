@@ -8,8 +8,8 @@ model has no business reading.
 
 from __future__ import annotations
 
-import mmap
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -27,15 +27,64 @@ def load_model_file(path: str | os.PathLike[str]) -> ModelProto:
     """Parse and sanity-check an ONNX file. External data is *not* read here:
     `external_tensor_loader` reads it lazily, after checking its location."""
     path = Path(path)
+    return load_model_bytes(read_model_bytes(path), str(path))
+
+
+MAX_MODEL_BYTES = 2**31
+"""protobuf's own limit on one message (larger weights live in external data)."""
+
+
+def read_model_bytes(path: Path) -> bytes:
+    """The bytes of a model file: a regular file of at most MAX_MODEL_BYTES,
+    opened without blocking, so a FIFO, /dev/zero or a directory is a
+    one-line error instead of a hang or an endless read."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise ModelLoadError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelLoadError(f"{path}: is a directory, not an ONNX file") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise ModelLoadError(f"{path}: cannot read ({_strerror(e)})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ModelLoadError(f"{path}: is a directory, not an ONNX file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelLoadError(
+                f"{path}: not a regular file (a FIFO or device?), not an ONNX file"
+            )
+        if st.st_size > MAX_MODEL_BYTES:
+            raise ModelLoadError(
+                f"{path}: {st.st_size} bytes is larger than an ONNX file can be (2 GiB; "
+                "larger weights belong in external data)"
+            )
+        try:
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                return f.read(st.st_size + 1)[:MAX_MODEL_BYTES]  # not read(huge): it allocates
+        except OSError as e:
+            raise ModelLoadError(f"{path}: cannot read ({_strerror(e)})") from None
+    finally:
+        os.close(fd)
+
+
+def _strerror(e: BaseException) -> str:
+    return getattr(e, "strerror", None) or _one_line(e)
+
+
+def _read_exact(fd: int, offset: int, nbytes: int, path: Path) -> bytearray:
+    """`nbytes` at `offset` of an open file, copied: a weight is fixed once
+    read, whatever happens to the file later (an mmap would change with it,
+    and SIGBUS when it is truncated)."""
+    buf = bytearray(nbytes)
+    view, done = memoryview(buf), 0
+    try:
+        while done < nbytes:
+            n = os.preadv(fd, [view[done:]], offset + done)
+            if n == 0:
+                raise ModelLoadError(f"{path}: the file shrank while it was read")
+            done += n
     except OSError as e:
-        raise ModelLoadError(f"{path}: cannot read ({e.strerror})") from None
-    return load_model_bytes(data, str(path))
+        raise ModelLoadError(f"{path}: cannot read ({_strerror(e)})") from None
+    return buf
 
 
 def load_model_bytes(data: bytes, name: str = "<bytes>") -> ModelProto:
@@ -96,48 +145,95 @@ def _external_info(tensor: TensorProto) -> dict[str, str]:
 
 
 def resolve_external_path(location: str, base_dir: Path, tensor_name: str) -> Path:
-    """The file behind an external-data `location`, refused unless it lies
-    inside the model's folder (no absolute paths, `..`, or symlinks out)."""
-    where = f"initializer '{tensor_name}': external data location '{location}'"
+    """The file behind an external-data `location`, refused unless it is a
+    regular file inside the model's folder (no absolute paths, `..`, symlinks
+    out, FIFOs or devices). Decided from the path alone (lstat/readlink):
+    nothing is opened here."""
+    where = f"initializer '{tensor_name}': external data location {location!r}"
     if not location:
         raise ModelLoadError(f"{where} is empty")
+    if "\0" in location:
+        raise ModelLoadError(f"{where} contains a NUL byte")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or ":" in location[:3]:
         raise ModelLoadError(
             f"{where} is an absolute path; it must be relative to the model's folder"
         )
-    base = base_dir.resolve()
-    target = (base / location).resolve()
+    try:
+        base = base_dir.resolve()
+        target = (base / location).resolve()
+    except (OSError, RuntimeError, ValueError) as e:  # a symlink loop, a bad name
+        raise ModelLoadError(f"{where} cannot be resolved ({_strerror(e)})") from None
     if target != base and base not in target.parents:
         raise ModelLoadError(f"{where} escapes the model's folder {base}")
-    if not target.is_file():
-        raise ModelLoadError(f"{where} does not exist in {base}")
+    try:
+        st = os.stat(target, follow_symlinks=False)
+    except OSError:
+        raise ModelLoadError(f"{where} does not exist in {base}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelLoadError(f"{where} is not a regular file (a directory, FIFO or device)")
     return target
 
 
+def _external_int(info: dict[str, str], key: str, default: int, where: str) -> int:
+    text = info.get(key, "")
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ModelLoadError(f"{where}: external data {key} {text!r} is not an integer") from None
+    if value < 0:
+        raise ModelLoadError(f"{where}: external data {key} {value} is negative")
+    return value
+
+
+def open_regular(path: Path, where: str) -> int:
+    """A read-only descriptor of `path`, refused unless it is (still) a
+    regular file: opened without following a last symlink and without
+    blocking, so a file swapped for a FIFO or a link after the check neither
+    hangs nor leads out of the folder."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise ModelLoadError(f"{where}: cannot open {path.name} ({_strerror(e)})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ModelLoadError(f"{where}: {path.name} is not a regular file")
+    return fd
+
+
 def external_tensor_loader(tensor: TensorProto, base_dir: Path):
-    """Check an external initializer now; return a loader that maps it later."""
+    """Check an external initializer now; return a loader that reads (copies) it later."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
+    where = f"initializer '{tensor.name}'"
     info = _external_info(tensor)
     path = resolve_external_path(info.get("location", ""), base_dir, tensor.name)
-    offset = int(info.get("offset", 0) or 0)
-    dtype = np.dtype(tensor_dtype_to_np_dtype(tensor.data_type))
+    offset = _external_int(info, "offset", 0, where)
+    try:
+        dtype = np.dtype(tensor_dtype_to_np_dtype(tensor.data_type))
+    except (KeyError, TypeError, ValueError):
+        raise ModelLoadError(f"{where}: unknown data type {tensor.data_type}") from None
     shape = tuple(int(d) for d in tensor.dims)
-    count = int(np.prod(shape)) if shape else 1
+    if any(d < 0 for d in shape):
+        raise ModelLoadError(f"{where}: negative dimension in {list(shape)}")
+    count = int(np.prod(shape, dtype=object)) if shape else 1
     nbytes = count * dtype.itemsize
-    length = int(info.get("length", nbytes) or nbytes)
-    size = path.stat().st_size
-    if length < nbytes or offset < 0 or offset + nbytes > size:
+    length = _external_int(info, "length", nbytes, where)
+    size = os.stat(path, follow_symlinks=False).st_size
+    if length < nbytes or offset + nbytes > size:
         raise ModelLoadError(
-            f"initializer '{tensor.name}': external data in '{path.name}' is truncated "
+            f"{where}: external data in '{path.name}' is truncated "
             f"(needs {nbytes} bytes at offset {offset}, file has {size})"
         )
 
     def load() -> np.ndarray:
-        with open(path, "rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return np.frombuffer(mm, dtype=dtype.newbyteorder("<"), count=count, offset=offset).reshape(
-            shape
-        )
+        fd = open_regular(path, where)
+        try:
+            buf = _read_exact(fd, offset, nbytes, path)
+        finally:
+            os.close(fd)
+        return np.frombuffer(buf, dtype=dtype.newbyteorder("<"), count=count).reshape(shape)
 
     return load

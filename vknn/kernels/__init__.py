@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from vknn.errors import VknnError
 from vknn.kernels.records import Binding, Dispatch, KernelKey, SpecValue, TensorRef
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.target import Target
@@ -101,6 +102,10 @@ class RecordContext:
         return self.scratch is not None
 
 
+class InvalidTuneConfig(VknnError, ValueError):
+    """A pinned `vkd.config` that is not one of the kernel's valid configurations."""
+
+
 TuneConfig = dict[str, Any]
 """One configuration of a tunable kernel (plain ints/strings: msgpack-able)."""
 
@@ -126,7 +131,10 @@ class TuningSpace:
         """ctx.config, else the table's entry if valid here, else the default."""
         if ctx.config is not None:
             if dict(ctx.config) not in self.thorough:
-                raise ValueError(f"{self.key}: config {dict(ctx.config)} is not a candidate")
+                raise InvalidTuneConfig(
+                    f"vkd.config {dict(ctx.config)} of {self.label} is not a candidate here "
+                    f"(key {self.key}; e.g. {self.default})"
+                )
             return dict(ctx.config)
         entry = (ctx.tuning or {}).get(self.key)
         # A table from another device or version may list a config invalid here.
@@ -170,6 +178,11 @@ class KernelSpec:
     """(step, caps, input specs) -> None when the recorder splits this step's
     tensors past maxStorageBufferRange itself (a batch-1 conv runs as channel
     slices), else why it cannot; the gate refuses such tensors otherwise."""
+    int64: str = ""
+    """What the recorder does with int64 tensors (stored as 8 bytes): "" it
+    takes none; "words" it moves them as pairs of 32-bit words (any device);
+    "arith" it computes on them in 64 bits (needs the target's shaderInt64).
+    `gate` refuses int64 operands the spec cannot take, once for all families."""
     packed_constants: Callable[[Step, list[TensorSpec]], dict[int, str]] | None = None
     """(step, input specs) -> {input position: `layouts.CONST_TRANSFORMS`
     name}: constants the recorder reads transformed when the step runs packed."""
@@ -277,12 +290,29 @@ def gate(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None)
                     f"{step.kind}: tensor '{t.name}' {list(t.shape)} is past the device's "
                     f"maxStorageBufferRange ({limit}) and {why}"
                 )
+    if not spec.aliases:
+        why = _int64_refusal(step, spec, caps, in_specs)
+        if why:
+            return why
     return spec.gate(step, caps, in_specs)
 
 
+def _int64_refusal(
+    step: Step, spec: KernelSpec, caps: DeviceCaps, in_specs: list[TensorSpec] | None
+) -> str | None:
+    """Why `spec` cannot take this step's int64 tensors on `caps` (None: it can)."""
+    if not any(t.dtype == "int64" for t in [*(in_specs or ()), *step.out_specs]):
+        return None
+    if not spec.int64:
+        return f"{step.kind}: no Vulkan kernel for int64 tensors of {step.op}"
+    if spec.int64 == "arith" and not caps.has_int64:
+        return f"{step.kind}: int64 arithmetic needs shaderInt64, which the target lacks"
+    return None
+
+
 def _bytes(t: TensorSpec) -> int:
-    """A tensor's bytes at 4 per element (fp32 / int32 words: the widest storage)."""
-    return 4 * max(1, _numel(t.shape))
+    """A tensor's bytes at its widest storage (fp32 / int32 words; int64: 8)."""
+    return (8 if t.dtype == "int64" else 4) * max(1, _numel(t.shape))
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -336,6 +366,7 @@ from vknn.kernels import conv as _conv  # noqa: E402, F401
 from vknn.kernels import data_movement as _data_movement  # noqa: E402, F401
 from vknn.kernels import elementwise as _elementwise  # noqa: E402, F401
 from vknn.kernels import fused_pointwise as _fused_pointwise  # noqa: E402, F401
+from vknn.kernels import indexing as _indexing  # noqa: E402, F401
 from vknn.kernels import matmul as _matmul  # noqa: E402, F401
 from vknn.kernels import normalization as _normalization  # noqa: E402, F401
 from vknn.kernels import pool as _pool  # noqa: E402, F401

@@ -29,6 +29,7 @@ from vknn.kernels import (
     KernelSpec,
     RecordContext,
     TensorArg,
+    coopmat,
     register,
     views,
 )
@@ -200,10 +201,63 @@ def gate_attention(
     return None
 
 
+COOPMAT_HEAD_DIMS = (32, 64, 128)
+"""attention_coopmat.comp's DMAX variants (multiples of 16)."""
+
+
+def coopmat_shared_bytes(dmax: int) -> int:
+    """attention_coopmat.comp's shared memory: Q (64 rows), K and V (32 rows)
+    in fp16 rows of dmax + 8, S / O staging, P, and per-row alpha / sum."""
+    rs = dmax + coopmat.PAD
+    return 2 * (64 + 2 * 32) * rs + 4 * 16 * 32 * 4 + 4 * 16 * 40 * 2 + 2 * 64 * 4
+
+
+def _coopmat_dmax(caps: DeviceCaps, variant: str, g: _Geometry) -> int | None:
+    """The head-dim variant of the tensor-core kernel for `g`, None when it
+    does not apply (no coopmat, fp32 storage, too few rows or keys for a
+    16 x 16 block, head dims past 128, shared memory)."""
+    if not coopmat.usable(caps, variant) or caps.subgroup_size not in (32, 64):
+        return None
+    if g.sq < 16 or g.sk < 16:
+        return None
+    dmax = next((h for h in COOPMAT_HEAD_DIMS if h >= max(g.d, g.dv)), None)
+    if dmax is None or coopmat_shared_bytes(dmax) > caps.max_compute_shared_memory_size:
+        return None
+    return dmax
+
+
+def _record_coopmat(
+    step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg], g: _Geometry,
+    dmax: int,
+) -> list[Dispatch]:  # fmt: skip
+    # 64-bit loads: the head dim contiguous, every other stride, offset and head dim % 4.
+    vec = all(
+        prm[4] == 1 and all(x % 4 == 0 for x in prm[:4]) for prm in (g.params[i] for i in range(3))
+    ) and g.d % 4 == 0 and g.dv % 4 == 0  # fmt: skip
+    spec = ((1, dmax), (2, g.has_mask), (3, vec), (4, ctx.caps.subgroup_size))
+    bindings = [
+        ins[0].binding(), ins[1].binding(), ins[2].binding(),
+        (ins[3] if g.has_mask else ins[0]).binding(), outs[0].binding(write=True),
+    ]  # fmt: skip
+    pipe = ctx.pipeline(
+        "attention_coopmat", spec, len(bindings), _PUSH.size, coopmat.local_size(ctx.caps)
+    )
+    push = _PUSH.pack(
+        g.sq, g.sk, g.d, g.dv, g.nb1, float(step.attrs["scale"]),
+        *(x for operand in g.params for x in operand),
+    )  # fmt: skip
+    groups = (-(-g.sq // 64), g.nb0 * g.nb1, 1)
+    label = f"{step.node} ({step.kind}, coopmat)"
+    return [Dispatch(pipe, bindings, push, groups, ctx.op_index, label)]
+
+
 def record_attention(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch]:
     g = _geometry(step, [a.shape for a in ins], outs[0].shape)
+    cm = _coopmat_dmax(ctx.caps, ctx.variant, g)
+    if cm is not None:
+        return _record_coopmat(step, ctx, ins, outs, g, cm)
     dmax = _head_dim(g.d, g.dv)
     tiling = _tiling(ctx.caps, g, dmax) if dmax is not None else None
     assert dmax is not None and tiling is not None, "gated"

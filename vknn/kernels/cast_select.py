@@ -3,12 +3,14 @@
 (glsl/intops.comp: integer arithmetic, comparisons of any device dtype,
 logical ops, `not`), which `elementwise.py` hands over to this module.
 
-Integers and bools are int32 words on the device (`vulkan/dtypes.py`):
-int64 is exact while values fit in int32, narrower integers wrap to their
-own width after every op, as numpy does. Casts follow ONNX Cast (the CPU
-oracle): float -> int truncates, -> bool is `!= 0`; a float16 target in
-fp32 storage is rounded to fp16 (overflow to inf) so the values match the
-oracle's float16 tensor exactly.
+Integers and bools are int32 words on the device, int64 is int64
+(`vulkan/dtypes.py`): narrower integers wrap to their own width after every
+op, as numpy does; a step with int64 tensors runs the shader built with
+`VKNN_INT64` (64-bit arithmetic, shaderInt64: `KernelSpec.int64`). Casts
+follow onnxruntime's Cast: float -> int truncates (NaN, inf and values past
+the range give INT_MIN of int32 / int64, then wrap to narrower widths),
+-> bool is `!= 0`; a float16 target in fp32 storage is rounded to fp16
+(overflow to inf) so the values match the oracle's float16 tensor exactly.
 
 This module must not import xDSL or the CPU backend, or touch a device.
 """
@@ -112,10 +114,12 @@ def record_cast(
     else:
         out = codes["float"]
     bits, signed = int_bits(y.dtype) if not is_float(y.dtype) else (32, True)
-    spec = ((1, is_float(x.dtype)), (2, out), (3, bits), (4, signed))
+    in64, out64 = x.dtype == "int64", y.dtype == "int64"
+    spec = ((1, is_float(x.dtype)), (2, out), (3, bits), (4, signed), (5, in64), (6, out64))
     # The fp16 variant only when a float side is stored in 16 bits.
-    variant_dtype = x.dtype if is_float(x.dtype) else y.dtype
-    pipe = pipeline(ctx, "cast", variant_dtype, spec, 2, 8)
+    variant_dtype = x.dtype if is_float(x.dtype) else y.dtype if is_float(y.dtype) else "int32"
+    defines = {"VKNN_INT64": "1"} if in64 or out64 else None
+    pipe = pipeline(ctx, "cast", variant_dtype, spec, 2, 8, defines)
     n = y.size
     return flat_dispatches(
         pipe,
@@ -234,8 +238,11 @@ def record_intop(
         (3, is_float(a.dtype)),
         (4, bits),
         (5, signed),
+        (6, c.dtype == "int64"),
     )
-    pipe = pipeline(ctx, "intops", a.dtype, spec, 3, _INTOP_PUSH_SIZE)
+    defines = {"VKNN_INT64": "1"} if a.dtype == "int64" else None
+    variant_dtype = a.dtype if is_float(a.dtype) else "int32"
+    pipe = pipeline(ctx, "intops", variant_dtype, spec, 3, _INTOP_PUSH_SIZE, defines)
     n = c.size
     tail = pack_u32(*(dims + pad), *(strides[0] + pad), *(strides[1] + pad))
     return flat_dispatches(
@@ -249,5 +256,5 @@ def record_intop(
     )
 
 
-register(KernelSpec("vx.cast", gate_cast, record_cast))
-register(KernelSpec("vx.select", gate_select, record_select))
+register(KernelSpec("vx.cast", gate_cast, record_cast, int64="arith"))
+register(KernelSpec("vx.select", gate_select, record_select, int64="words"))

@@ -35,6 +35,7 @@ This module must not import xDSL or the CPU backend, or touch a device.
 from __future__ import annotations
 
 import math
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import replace
@@ -47,6 +48,7 @@ from vknn.kernels import (
     TensorArg,
     TuneConfig,
     TuningSpace,
+    coopmat,
     epilogues,
     flat_dispatches,
     local_size,
@@ -348,7 +350,7 @@ def record_splitk_reduce(
     )  # fmt: skip
 
 
-# -- autotuning: the configs a conv may record with (vknn/runtime/vulkan/autotune.py) --
+# -- autotuning: the configs a conv may record with (vknn/tuning.py) --
 
 GEMM_TILES = ((16, 16), (16, 8), (8, 16), (8, 8))
 """conv.comp's (TX, TY): each 8 or 16 (its 4x4 register blocks must fit the
@@ -419,6 +421,20 @@ def conv_space(
         if g["Mg"] < 2 * GEMM_MIN_MG:
             fast.append(direct[0])
         thorough = _gemm_configs(caps, g, total, splitk, GEMM_TILES) + direct
+        cm = coopmat.space(
+            caps, variant, splitk, g["Mg"], g["OH"] * g["OW"], k, g["N"] * g["G"], total
+        )
+        if cm is not None:
+            # Tensor-core convs (fp16 storage) are autotune candidates, not the
+            # default: as the default on the H200 (torchvision ResNet-50, batch
+            # 64, low) conv_coopmat ran 40.7 ms against the scalar GEMM's
+            # 36.1 ms (docs/performance.md, ADR 0009). Products and attention
+            # measured faster on tensor cores and keep them as the default.
+            fast = [*fast, cm[0], *cm[1]]
+            thorough = thorough + cm[2]
+            if os.environ.get("VKNN_COOPMAT_CONV") == "1":  # coopmat_check, device tests
+                default = cm[0]
+                thorough = [default] + [c for c in thorough if c != default]
     else:
         default = direct[0]
         # The GEMM wastes most of a tile on narrow groups; depthwise never tries it.
@@ -496,6 +512,61 @@ def _record_gemm(
         (p_all, g["M"], 0, 0, 1.0, 0.0), packed=y.packed,
     )  # fmt: skip
     return [first, *rest]
+
+
+def _record_coopmat(
+    step: Step, ctx: RecordContext, x: TensorArg, w: TensorArg, b: TensorArg | None, y: TensorArg,
+    extra: list[TensorArg], g: dict[str, int], cfg: TuneConfig,
+) -> list[Dispatch]:  # fmt: skip
+    """glsl/conv_coopmat.comp: the implicit GEMM on tensor cores, one dispatch."""
+    bm, bn = int(cfg["bm"]), int(cfg["bn"])
+    pointwise = (
+        g["KH"] == g["KW"] == g["SH"] == g["SW"] == 1 and g["PH"] == g["PW"] == 0
+        and g["OH"] == g["H"] and g["OW"] == g["W"]
+    )  # fmt: skip
+    k = g["Cg"] * g["KH"] * g["KW"]
+    p_count = g["OH"] * g["OW"]
+    vec_a = k % 4 == 0
+    # Packed: 4 consecutive k are one channel block of one tap (Cg % 4 == 0);
+    # flat: 4 consecutive pixels of a pointwise conv (H*W % 4 == 0).
+    vec_b = g["Cg"] % 4 == 0 if y.packed else pointwise and g["H"] * g["W"] % 4 == 0
+    spec = (
+        (1, bm), (2, bn), (3, pointwise), (4, b is not None), (5, y.packed),
+        (6, vec_a), (7, vec_b), (8, ctx.caps.subgroup_size),
+    )  # fmt: skip
+    splits = int(cfg["splits"])
+    push = _GEMM_PUSH.pack(
+        g["C"], g["H"], g["W"], g["M"], g["OH"], g["OW"], g["Cg"], g["Mg"], k,
+        g["KH"], g["KW"], g["G"], g["SH"], g["SW"], g["DH"], g["DW"], g["PH"], g["PW"],
+        kchunk_for(k, splits), splits, 0, 0,
+    )  # fmt: skip
+    groups = (-(-p_count // bn), -(-g["Mg"] // bm), g["N"] * g["G"])
+    ls = coopmat.local_size(ctx.caps)
+    if splits > 1:
+        # Partials at y's storage index, summed by splitk_reduce.comp (bias, epilogue).
+        total = packed_numel(y.shape) if y.packed else y.size
+        part = scratch(ctx, splits * total)
+        shader = register_variant("conv_coopmat", {"VKNN_SPLITK": "1"})
+        pipe = ctx.pipeline(shader, spec, 4, _GEMM_PUSH.size, ls)
+        binds = [
+            x.binding(), w.binding(), w.binding(),
+            Binding(part.buffer, part.offset, 4 * splits * total, True),
+        ]  # fmt: skip
+        first = Dispatch(
+            pipe, binds, push, (groups[0], groups[1], groups[2] * splits), ctx.op_index,
+            f"{step.node} (Conv coopmat {bm}x{bn}, split-K x{splits})",
+        )  # fmt: skip
+        rest = record_splitk_reduce(
+            step, ctx, part, splits, total, 1 if b is not None else 0,
+            b.binding() if b is not None else None, y, extra, _product(step),
+            (p_count, g["M"], 0, 0, 1.0, 0.0), packed=y.packed,
+        )  # fmt: skip
+        return [first, *rest]
+    shader, epi = epilogues.variant("conv_coopmat", step, _product(step), extra, 4)
+    pipe = ctx.pipeline(shader, spec, 4 + len(epi), _GEMM_PUSH.size, ls)
+    binds = [x.binding(), w.binding(), (b or w).binding(), y.binding(write=True), *epi]
+    label = f"{step.node} (Conv coopmat {bm}x{bn})"
+    return [Dispatch(pipe, binds, push, groups, ctx.op_index, label)]
 
 
 def _record_direct(
@@ -610,6 +681,8 @@ def record_conv(
         return _record_sliced(step, ctx, x, w, b, y, g)
     space = conv_space(step, ctx.caps, ins, ctx.variant, ctx.splitk)
     cfg = space.choose(ctx)
+    if cfg["algo"] == "coopmat":
+        return _record_coopmat(step, ctx, x, w, b, y, extra, g, cfg)
     if cfg["algo"] == "gemm":
         return _record_gemm(step, ctx, x, w, b, y, extra, g, cfg)
     return _record_direct(

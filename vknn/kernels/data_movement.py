@@ -37,6 +37,7 @@ from vknn.kernels import (
 )
 from vknn.kernels.layouts import Nc4hw4Io, block_shape, packable
 from vknn.kernels.records import Dispatch, KernelKey
+from vknn.kernels.shaders import register_variant
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.target import Target as DeviceCaps
 from vknn.runtime.vulkan.dtypes import dtype_refusal, elem_variant
@@ -83,12 +84,18 @@ def pipeline(
     spec: tuple[tuple[int, int | float | bool], ...],
     bindings: int,
     push_size: int,
+    defines: dict[str, str] | None = None,
 ) -> KernelKey:
-    """The pipeline of `shader` in the variant whose words hold `dtype`."""
+    """The pipeline of `shader` in the variant whose words hold `dtype` (an
+    int64 `dtype` builds it with `VKNN_I64_WORDS`: `elem` is a uvec2), with
+    extra `defines`."""
     variant = elem_variant(dtype, ctx.variant)
-    return KernelKey(
-        shader, variant, spec, bindings, push_size, ctx.fastmath, local_size(ctx.caps)
-    )
+    defines = dict(defines or {})
+    if dtype == "int64":
+        defines["VKNN_I64_WORDS"] = "1"
+    if defines:
+        shader = register_variant(shader, defines)
+    return KernelKey(shader, variant, spec, bindings, push_size, ctx.fastmath, local_size(ctx.caps))
 
 
 def label(step: Step) -> str:
@@ -374,7 +381,8 @@ def record_gather(
     n = y.size
     if n == 0:
         return []
-    pipe = pipeline(ctx, "gather", y.dtype, (), 3, _GATHER_PUSH.size)
+    idx64 = {"VKNN_IDX64": "1"} if idx.dtype == "int64" else None
+    pipe = pipeline(ctx, "gather", y.dtype, (), 3, _GATHER_PUSH.size, idx64)
     nidx, dim = max(1, idx.size), data.shape[axis]
     return flat_dispatches(
         pipe,
@@ -404,6 +412,7 @@ def fill_bits(value: float, dtype: str, variant: str) -> int:
         if dtype == "float16":
             value = float(np.float16(value))
         return int(np.float32(value).view(np.uint32))
+    # Integers: the low word (pad.comp sign-extends it for int64 tensors).
     return int(np.int64(value).astype(np.int32).view(np.uint32))
 
 
@@ -417,6 +426,9 @@ def gate_pad(step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = N
     mode = step.attrs.get("mode")
     if mode not in PAD_MODES:
         return f"{step.kind}: mode '{mode}' has no Vulkan kernel"
+    value = step.attrs.get("value") or 0
+    if step.out_specs[0].dtype == "int64" and not -(1 << 31) <= int(value) < 1 << 31:
+        return f"{step.kind}: int64 pad value {int(value)} past 32 bits"
     if in_specs is not None and mode != "constant" and 0 in in_specs[0].shape:
         return f"{step.kind}: {mode} padding of an empty tensor"
     return None
@@ -460,11 +472,18 @@ def record_pad(
 
 register(KernelSpec("vx.reshape", gate_alias, record_alias, aliases=True))
 register(KernelSpec("vx.convert_layout", gate_alias, record_alias, aliases=True))
-register(KernelSpec("vx.transpose", gate_transpose, record_transpose))
-register(KernelSpec("vx.slice", gate_slice, record_slice))
-register(KernelSpec("vx.expand", gate_expand, record_expand))
+register(KernelSpec("vx.transpose", gate_transpose, record_transpose, int64="words"))
+register(KernelSpec("vx.slice", gate_slice, record_slice, int64="words"))
+register(KernelSpec("vx.expand", gate_expand, record_expand, int64="words"))
 register(
-    KernelSpec("vx.concat", gate_concat, record_concat, nc4hw4=concat_nc4hw4, nc4hw4_follows=True)
+    KernelSpec(
+        "vx.concat",
+        gate_concat,
+        record_concat,
+        nc4hw4=concat_nc4hw4,
+        nc4hw4_follows=True,
+        int64="words",
+    )
 )
-register(KernelSpec("vx.gather", gate_gather, record_gather))
-register(KernelSpec("vx.pad", gate_pad, record_pad))
+register(KernelSpec("vx.gather", gate_gather, record_gather, int64="words"))
+register(KernelSpec("vx.pad", gate_pad, record_pad, int64="words"))

@@ -257,6 +257,7 @@ register(
         nc4hw4=elementwise_nc4hw4,
         nc4hw4_follows=True,
         chunked=True,
+        int64="arith",
     )
 )
 register(
@@ -267,5 +268,6 @@ register(
         nc4hw4=elementwise_nc4hw4,
         nc4hw4_follows=True,
         chunked=True,
+        int64="arith",
     )
 )

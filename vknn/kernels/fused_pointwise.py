@@ -54,7 +54,11 @@ def gate_fused_pointwise(
     if specs is None:  # judge the body alone: same-shape inputs of the result's dtype
         specs = [TensorSpec(f"in{i}", out.shape, out.dtype) for i in range(n_in)]
     why = pointwise_codegen.unsupported(step.region, specs, step.out_specs, primary=None)
-    return f"{step.kind}: {why}" if why else None
+    if why:
+        return f"{step.kind}: {why}"
+    if not caps.has_int64 and pointwise_codegen.uses_int64(step.region, specs, step.out_specs):
+        return f"{step.kind}: int64 arithmetic needs shaderInt64, which the target lacks"
+    return None
 
 
 def record_fused_pointwise(
@@ -91,5 +95,6 @@ register(
         nc4hw4=elementwise_nc4hw4,
         nc4hw4_follows=True,
         chunked=True,
+        int64="arith",
     )
 )

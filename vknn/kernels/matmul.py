@@ -49,6 +49,7 @@ from vknn.kernels import (
     TensorArg,
     TuneConfig,
     TuningSpace,
+    coopmat,
     epilogues,
     pointwise_codegen,
     register,
@@ -280,7 +281,7 @@ def record_gemm(
     return _record(step, ctx, ins, outs, len(own), _geom(step, own))
 
 
-# -- autotuning: the configs a product may record with (vknn/runtime/vulkan/autotune.py) --
+# -- autotuning: the configs a product may record with (vknn/tuning.py) --
 
 TILE_SIDES = (32, 64, 128)
 """matmul.comp's BM and BN: multiples of 4 whose A / B tiles each thread
@@ -318,6 +319,13 @@ def _space(step: Step, caps: DeviceCaps, geo: _Geom, variant: str, splitk: bool)
     options = split_options(caps, splitk, geo.k, groups(default["bm"], default["bn"]), total)
     fast = [{**default, "splits": s} for s in split_neighbours(options, default["splits"])]
     fast.append(at(32, 32) if (default["bm"], default["bn"]) == (64, 64) else at(64, 64))
+    cm = coopmat.space(caps, variant, splitk, geo.m, geo.n, geo.k, batch, total)
+    if cm is not None:
+        # Tensor cores (fp16 storage): their heuristic config first, then its
+        # split-K neighbours, smaller tiles and the scalar kernel's choice.
+        grid = cm[2] + grid
+        fast = [cm[0], *cm[1], default]
+        default = cm[0]
     thorough = [default] + [c for c in grid if c != default]
     fast = [c for i, c in enumerate(fast) if c in thorough and c not in fast[:i]]
     epi = epilogues.epilogue_of(step) is not None
@@ -362,6 +370,8 @@ def _record(
     c = ins[2] if geo.has_c else None
     batch = math.prod(dims)
     cfg = _space(step, ctx.caps, geo, ctx.variant, ctx.splitk).choose(ctx)
+    if cfg.get("algo") == "coopmat":
+        return _record_coopmat(step, ctx, ins, outs, own, geo, cfg)
     bm, bn = int(cfg["bm"]), int(cfg["bn"])
     pad = [1] * (MAX_BATCH_RANK - len(dims))
     zero = [0] * (MAX_BATCH_RANK - len(dims))
@@ -417,6 +427,67 @@ def _record(
         bindings += code.bindings([None, *extra])
     shader = register_variant("matmul", defines, generated) if defines else "matmul"
     pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, (bm // 4) * (bn // 4))
+    return [Dispatch(pipe, bindings, push, groups, ctx.op_index, label)]
+
+
+def _record_coopmat(
+    step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg], own: int,
+    geo: _Geom, cfg: TuneConfig,
+) -> list[Dispatch]:  # fmt: skip
+    """glsl/matmul_coopmat.comp: tensor cores, one dispatch (no split-K)."""
+    m, n, k, sa, sb, _, sc, dims, bsa, bsb, alpha, beta, product_shape = geo[:13]
+    a, b, y = ins[0], ins[1], outs[0]
+    c = ins[2] if geo.has_c else None
+    bm, bn = int(cfg["bm"]), int(cfg["bn"])
+    a_kc, b_nc = sa[1] == 1, sb[1] == 1
+    # 64-bit loads along the dim of stride 1 (the other one may be anything,
+    # e.g. 0 for a broadcast, when the chunk's alignment holds).
+    vec_a = (a_kc or sa[0] == 1) and coopmat.vec_ok(
+        k if a_kc else m, [sa[0] if a_kc else sa[1], *bsa], geo.a_off
+    )
+    vec_b = (b_nc or sb[0] == 1) and coopmat.vec_ok(
+        n if b_nc else k, [sb[0] if b_nc else sb[1], *bsb], geo.b_off
+    )
+    sg = ctx.caps.subgroup_size
+    spec = (
+        (1, bm), (2, bn), (3, a_kc), (4, b_nc), (5, c is not None),
+        (6, vec_a), (7, vec_b), (8, sg),
+    )  # fmt: skip
+    pad = [1] * (MAX_BATCH_RANK - len(dims))
+    zero = [0] * (MAX_BATCH_RANK - len(dims))
+    push = _PUSH.pack(
+        m, n, k, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
+        *(pad + dims), *(zero + bsa), *(zero + bsb), alpha, beta,
+        kchunk_for(k, int(cfg["splits"])), int(cfg["splits"]), geo.a_off, geo.b_off,
+    )  # fmt: skip
+    product = TensorSpec("product", product_shape, y.dtype)
+    batch = math.prod(dims)
+    groups = (-(-n // bn), -(-m // bm), batch)
+    ls = coopmat.local_size(ctx.caps)
+    splits = int(cfg["splits"])
+    if splits > 1:
+        # Partials to scratch, then splitk_reduce.comp: alpha, beta * C, epilogue.
+        total = batch * m * n
+        part = scratch(ctx, splits * total)
+        shader = register_variant("matmul_coopmat", {"VKNN_SPLITK": "1"})
+        partials = Binding(part.buffer, part.offset, 4 * splits * total, True)
+        binds = [a.binding(), b.binding(), partials, a.binding()]
+        pipe = ctx.pipeline(shader, spec, len(binds), _PUSH.size, ls)
+        first = Dispatch(
+            pipe, binds, push, (groups[0], groups[1], batch * splits), ctx.op_index,
+            f"{step.node} ({step.kind}, coopmat {bm}x{bn}, split-K x{splits})",
+        )  # fmt: skip
+        rest = record_splitk_reduce(
+            step, ctx, part, splits, total, 2 if c is not None else 0,
+            c.binding() if c is not None else None, y, ins[own:], product,
+            (n, m, sc[0], sc[1], alpha, beta),
+        )  # fmt: skip
+        return [first, *rest]
+    bindings = [a.binding(), b.binding(), y.binding(write=True), (c or a).binding()]
+    shader, epi = epilogues.variant("matmul_coopmat", step, product, ins[own:], len(bindings))
+    bindings += epi
+    pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, ls)
+    label = f"{step.node} ({step.kind}, coopmat {bm}x{bn})"
     return [Dispatch(pipe, bindings, push, groups, ctx.op_index, label)]
 
 

@@ -34,8 +34,14 @@ API
 - `key`: a content hash (equal bodies over equal shapes share pipelines).
 
 The body computes in fp32 (f16 body values too: rounding once at the store is
-at least as accurate as the CPU's per-op f16 rounding), i1 as `bool`, i32 as
-`int` (unsigned ops reinterpret); other integer widths are refused.
+at least as accurate as the CPU's per-op f16 rounding), i1 as `bool`
+(stored as int32 words 0/1), i8/i16/i32 as `int` (stored as int32 words,
+kept sign-extended: results of i8/i16 ops wrap to their width, unsigned ops
+reinterpret the width's bits), i64 as `int64_t` (stored as int64; the body
+is then built with `VKNN_INT64`, which needs shaderInt64: `uses_int64`);
+the semantics are the CPU oracle's (`runtime/cpu/elementwise.py`), float ->
+int conversions those of onnxruntime's Cast (NaN and values past the range
+give the type's minimum before wrapping). Epilogue bodies take no i64.
 `unsupported(...)` says why a body cannot be generated (None when it can),
 for gates; it is exactly the condition under which `generate` raises.
 
@@ -59,7 +65,11 @@ PW_BODY = "pw_body.glsl"
 """The virtual include file name `source` is compiled as."""
 
 FLOAT_TYPES = frozenset({"float32", "float16", "bfloat16", "float64"})
-INT_TYPES = frozenset({"int32", "uint32"})
+INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+"""Signless integer values a body computes on (fuse-pointwise fuses no
+unsigned tensor types), by their bits."""
+STORED = ("float32", "float16", "bool", "int8", "int16", "int32", "int64")
+"""Tensor dtypes a fused op may read and write."""
 
 # Trig functions: Vulkan bounds their error only loosely (absolute 2^-11 for
 # sin/cos), far outside the oracle's tolerance.
@@ -106,7 +116,49 @@ _HELPERS: dict[str, str] = {
     float r = exp2(y * log2(abs(x)));
     return (x < 0.0 && odd) ? -r : r;
 }""",
-    "pw_f16": "float pw_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }",
+    # Round to the nearest fp16 value (ties to even; past 65520 +-inf) with
+    # integer arithmetic, as cast.comp: lavapipe folds unpackHalf(packHalf(x))
+    # into x, which would keep values fp16 cannot hold.
+    "pw_f16": """float pw_f16(float v) {
+    if (isnan(v) || isinf(v)) return v;
+    uint u = floatBitsToUint(v);
+    uint sgn = u & 0x80000000u;
+    uint mag = u & 0x7fffffffu;
+    if (mag >= 0x477ff000u) return uintBitsToFloat(sgn | 0x7f800000u);
+    if (mag >= 0x38800000u) {
+        mag += 0x00000fffu + ((mag >> 13) & 1u);
+        return uintBitsToFloat(sgn | (mag & 0xffffe000u));
+    }
+    uint e = mag >> 23;
+    if (e < 102u) return uintBitsToFloat(sgn);
+    uint m = (mag & 0x007fffffu) | 0x00800000u;
+    uint s = 126u - e;
+    uint q = m >> s;
+    uint rem = m & ((1u << s) - 1u);
+    uint half_ = 1u << (s - 1u);
+    if (rem > half_ || (rem == half_ && (q & 1u) == 1u)) q += 1u;
+    float r = float(q) * 5.9604644775390625e-8;
+    return sgn != 0u ? -r : r;
+}""",
+    # Float -> int as onnxruntime's Cast on x86: NaN, inf and values past the
+    # range give the minimum (2^31 and 2^63 are exact in fp32).
+    "pw_f2i": "int pw_f2i(float x) { return (isnan(x) || x >= 2147483648.0 "
+    "|| x < -2147483648.0) ? int(0x80000000u) : int(x); }",
+    "pw_f2l": "int64_t pw_f2l(float x) { return (isnan(x) || x >= uintBitsToFloat(0x5f000000u) "
+    "|| x < uintBitsToFloat(0xdf000000u)) ? int64_t(0x8000000000000000ul) : int64_t(x); }",
+    "pw_sdiv_l": "int64_t pw_sdiv_l(int64_t a, int64_t b) { return b == 0l ? 0l : a / b; }",
+    "pw_srem_l": "int64_t pw_srem_l(int64_t a, int64_t b) "
+    "{ return b == 0l ? 0l : a - (a / b) * b; }",
+    "pw_floordiv_l": """int64_t pw_floordiv_l(int64_t a, int64_t b) {
+    if (b == 0l) return 0l;
+    int64_t q = a / b;
+    return (a - q * b != 0l && ((a < 0l) != (b < 0l))) ? q - 1l : q;
+}""",
+    "pw_ceildiv_l": """int64_t pw_ceildiv_l(int64_t a, int64_t b) {
+    if (b == 0l) return 0l;
+    int64_t q = a / b;
+    return (a - q * b != 0l && ((a < 0l) == (b < 0l))) ? q + 1l : q;
+}""",
     "pw_sdiv": "int pw_sdiv(int a, int b) { return b == 0 ? 0 : a / b; }",
     "pw_srem": "int pw_srem(int a, int b) { return b == 0 ? 0 : a - (a / b) * b; }",
     "pw_floordiv": """int pw_floordiv(int a, int b) {
@@ -152,9 +204,56 @@ def _glsl_type(dtype: str) -> str:
         return "float"
     if dtype == "bool":
         return "bool"
-    if dtype in INT_TYPES:
+    if dtype == "int64":
+        return "int64_t"
+    if dtype in INT_BITS:
         return "int"
-    raise CodegenError(f"{dtype} values are not generated (f16/f32, i1 and i32 are)")
+    raise CodegenError(f"{dtype} values are not generated (f16/f32, i1 and signless i8..i64 are)")
+
+
+def _unsigned(a: str, dtype: str) -> str:
+    """The bits of signless `a` (held sign-extended) read as unsigned."""
+    if dtype == "int64":
+        return f"uint64_t({a})"
+    if dtype == "bool":
+        return f"uint({a})"
+    bits = INT_BITS[dtype]
+    return f"uint({a})" if bits == 32 else f"(uint({a}) & {(1 << bits) - 1}u)"
+
+
+def _wrap(expr: str, dtype: str) -> str:
+    """`expr` (an int) wrapped to `dtype`'s width, sign-extended."""
+    bits = INT_BITS.get(dtype, 32)
+    return expr if bits >= 32 else f"bitfieldExtract(int({expr}), 0, {bits})"
+
+
+def _word(dtype: str) -> str:
+    """The GLSL element type of a `dtype` tensor's storage buffer."""
+    if dtype in ("float32", "float16"):
+        return "sfp"
+    return "int64_t" if dtype == "int64" else "int"
+
+
+def _load(buf: str, ix: str, dtype: str) -> str:
+    if dtype in ("float32", "float16"):
+        return f"LOAD({buf}, {ix})"
+    return f"({buf}[{ix}] != 0)" if dtype == "bool" else f"{buf}[{ix}]"
+
+
+def _store(buf: str, v: str, dtype: str) -> str:
+    if dtype in ("float32", "float16"):
+        return f"STORE({buf}, idx, {v});"
+    return f"{buf}[idx] = {v} ? 1 : 0;" if dtype == "bool" else f"{buf}[idx] = {v};"
+
+
+def uses_int64(
+    region: Sequence[Step] | None,
+    input_specs: Sequence[TensorSpec],
+    out_specs: Sequence[TensorSpec],
+) -> bool:
+    """Whether the body's GLSL needs 64-bit integers (shaderInt64)."""
+    specs = [*input_specs, *out_specs, *(s for op in region or () for s in op.out_specs)]
+    return any(s.dtype == "int64" for s in specs)
 
 
 def _float_literal(v: float) -> str:
@@ -177,6 +276,10 @@ def _literal(value: Any, ty: str) -> str:
     if ty == "bool":
         return "true" if bool(v) else "false"
     iv = int(v)
+    if ty == "int64_t":
+        if not -(1 << 63) <= iv < (1 << 64):
+            raise CodegenError(f"integer constant {iv} does not fit 64 bits")
+        return f"int64_t({iv & 0xFFFFFFFFFFFFFFFF}ul)"
     if not -(1 << 31) <= iv < (1 << 32):
         raise CodegenError(f"integer constant {iv} does not fit 32 bits")
     return f"int({iv & 0xFFFFFFFF}u)" if iv >= (1 << 31) or iv < 0 else str(iv)
@@ -209,7 +312,7 @@ def _cmpf(p: str, a: str, b: str) -> str:
     }[p]
 
 
-def _cmpi(p: str, a: str, b: str, ty: str) -> str:
+def _cmpi(p: str, a: str, b: str, ty: str, dtype: str) -> str:
     op = {
         "eq": "==",
         "ne": "!=",
@@ -226,7 +329,7 @@ def _cmpi(p: str, a: str, b: str, ty: str) -> str:
         # The oracle reads i1 as numpy bool (true = 1) for every predicate.
         return f"(int({a}) {op} int({b}))"
     if p.startswith("u"):
-        return f"(uint({a}) {op} uint({b}))"
+        return f"({_unsigned(a, dtype)} {op} {_unsigned(b, dtype)})"
     return f"({a} {op} {b})"
 
 
@@ -235,6 +338,8 @@ class _Body:
 
     def __init__(self) -> None:
         self.types: dict[int, str] = {}
+        self.dtypes: dict[int, str] = {}
+        """Model dtype of each slot (the widths integer ops wrap to)."""
         self.lines: list[str] = []
         self.helpers: list[str] = []
         self.consts: dict[int, float] = {}
@@ -252,13 +357,88 @@ class _Body:
             raise CodegenError(f"{op.op}: {_REFUSED[op.op]}")
         if len(op.outputs) != 1 or len(op.out_specs) != 1:
             raise CodegenError(f"{op.op} with {len(op.outputs)} results")
-        ty = _glsl_type(op.out_specs[0].dtype)
+        dtype = op.out_specs[0].dtype
+        ty = _glsl_type(dtype)
         args = [f"v{s}" for s in op.inputs]
         arg_types = [self.types[s] for s in op.inputs]
-        expr = self.expr(op, args, arg_types, ty)
+        arg_dtypes = [self.dtypes[s] for s in op.inputs]
+        if op.op != "arith.constant" and (
+            ty == "int64_t"
+            or "int64_t" in arg_types
+            or (ty == "int" and dtype != "int32")
+            or any(d in ("int8", "int16") for d in arg_dtypes)
+        ):
+            expr = self.wide_int_expr(op, args, arg_dtypes, dtype)
+        else:
+            expr = self.expr(op, args, arg_types, ty)
         out = op.outputs[0]
         self.types[out] = ty
+        self.dtypes[out] = dtype
         self.lines.append(f"    {ty} v{out} = {expr};")
+
+    def wide_int_expr(  # noqa: C901
+        self, op: Step, a: list[str], at: list[str], dtype: str
+    ) -> str:
+        """Ops on i8/i16 (wrapped to their width) and i64 values, and the
+        conversions into and out of them (`at`: the operands' model dtypes)."""
+        name = op.op
+        ty = _glsl_type(dtype)
+        src = at[0] if at else dtype
+        wide = ty == "int64_t"
+        z = "0l" if wide else "0"
+        h = self.need
+        sfx = "_l" if wide else ""
+        if name in ("arith.extsi", "arith.trunci", "arith.index_cast", "arith.extui"):
+            if dtype == "bool":
+                return f"({a[0]} != {'0l' if src == 'int64' else '0'})"
+            if src == "bool":
+                return f"{ty}({a[0]} ? 1 : 0)"
+            v = _unsigned(a[0], src) if name == "arith.extui" else a[0]
+            return _wrap(f"{ty}({v})", dtype)
+        if name in ("arith.sitofp", "arith.uitofp"):
+            if src == "bool":
+                return f"float({a[0]})"
+            v = f"float({_unsigned(a[0], src) if name == 'arith.uitofp' else a[0]})"
+            # An f16 result is an f16 value (2^40 is inf), as the oracle's cast.
+            return f"{h('pw_f16')}({v})" if dtype == "float16" else v
+        if name in ("arith.fptosi", "arith.fptoui"):
+            if wide:
+                return f"{h('pw_f2l')}({a[0]})"
+            return _wrap(f"{h('pw_f2i')}({a[0]})", dtype)
+        if name == "arith.cmpi":
+            return _cmpi(_predicate(op, CMPI_PREDICATES), a[0], a[1], _glsl_type(src), src)
+        if name == "arith.select":
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if name in ("arith.andi", "arith.ori", "arith.xori"):
+            sym = {"arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}[name]
+            return f"({a[0]} {sym} {a[1]})"
+        signed: dict[str, Callable[[list[str]], str]] = {
+            "arith.addi": lambda x: f"{x[0]} + {x[1]}",
+            "arith.subi": lambda x: f"{x[0]} - {x[1]}",
+            "arith.muli": lambda x: f"{x[0]} * {x[1]}",
+            "arith.maxsi": lambda x: f"({x[0]} > {x[1]} ? {x[0]} : {x[1]})",
+            "arith.minsi": lambda x: f"({x[0]} < {x[1]} ? {x[0]} : {x[1]})",
+            "math.absi": lambda x: f"({x[0]} < {z} ? -{x[0]} : {x[0]})",
+            "arith.divsi": lambda x: f"{h('pw_sdiv' + sfx)}({x[0]}, {x[1]})",
+            "arith.remsi": lambda x: f"{h('pw_srem' + sfx)}({x[0]}, {x[1]})",
+            "arith.floordivsi": lambda x: f"{h('pw_floordiv' + sfx)}({x[0]}, {x[1]})",
+            "arith.ceildivsi": lambda x: f"{h('pw_ceildiv' + sfx)}({x[0]}, {x[1]})",
+        }
+        fn = signed.get(name)
+        if fn is not None:
+            return _wrap(fn(a), dtype)
+        uops = {"arith.divui": "/", "arith.remui": "%"}
+        if name in uops:
+            ua, ub = _unsigned(a[0], dtype), _unsigned(a[1], dtype)
+            uz = "0ul" if wide else "0u"
+            return _wrap(f"({ub} == {uz} ? {z} : {ty}({ua} {uops[name]} {ub}))", dtype)
+        if name in ("arith.maxui", "arith.minui"):
+            ua, ub = _unsigned(a[0], dtype), _unsigned(a[1], dtype)
+            cmp = ">" if name == "arith.maxui" else "<"
+            return f"({ua} {cmp} {ub} ? {a[0]} : {a[1]})"
+        if name == "math.fpowi":
+            return f"{h('pw_pow')}({a[0]}, float({a[1]}))"
+        raise CodegenError(f"fused body op {name} on {dtype} values is not generated")
 
     def expr(self, op: Step, a: list[str], at: list[str], ty: str) -> str:  # noqa: C901
         name = op.op
@@ -334,7 +514,8 @@ class _Body:
         if name == "arith.cmpf":
             return _cmpf(_predicate(op, CMPF_PREDICATES), a[0], a[1])
         if name == "arith.cmpi":
-            return _cmpi(_predicate(op, CMPI_PREDICATES), a[0], a[1], at[0])
+            src = self.dtypes[op.inputs[0]]
+            return _cmpi(_predicate(op, CMPI_PREDICATES), a[0], a[1], at[0], src)
         if name == "math.powf":
             return self.powf(op, a)
         if name in ("arith.extf", "arith.truncf"):
@@ -344,15 +525,19 @@ class _Body:
         if name in ("arith.sitofp", "arith.uitofp"):
             if at[0] == "bool":
                 return f"float({a[0]})"
-            return f"float({a[0]})" if name == "arith.sitofp" else f"float(uint({a[0]}))"
+            v = f"float({a[0]})" if name == "arith.sitofp" else f"float(uint({a[0]}))"
+            # An f16 result is an f16 value (past 65520 is inf), as the oracle's cast.
+            return f"{h('pw_f16')}({v})" if op.out_specs[0].dtype == "float16" else v
         if name in ("arith.fptosi", "arith.fptoui"):
             if ty == "bool":
                 return f"({a[0]} != 0.0)"
-            return f"int({a[0]})" if name == "arith.fptosi" else f"int(uint({a[0]}))"
+            return f"{h('pw_f2i')}({a[0]})"  # the oracle casts both the same way
         if name in ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast"):
             if ty == at[0]:
                 return a[0]
-            return f"({a[0]} != 0)" if ty == "bool" else f"int({a[0]})"
+            if ty == "bool":
+                return f"({a[0]} != 0)"
+            return f"({a[0]} ? 1 : 0)" if at[0] == "bool" else f"int({a[0]})"
         if name == "arith.bitcast":
             if ty == "float" and at[0] == "int":
                 return f"intBitsToFloat({a[0]})"
@@ -461,17 +646,25 @@ def generate(
         raise CodegenError("a fused op without results")
     out_shape = tuple(out_specs[0].shape)
     for s in (*input_specs, *out_specs):
-        if s.dtype not in ("float32", "float16"):
-            raise CodegenError(f"{s.dtype} tensors are not stored on the GPU yet")
+        if s.dtype not in STORED:
+            raise CodegenError(f"{s.dtype} tensors are not read or written by fused kernels")
+    wide = uses_int64(region, input_specs, out_specs)
     if primary is not None:
         if len(out_specs) != 1:
             raise CodegenError("an epilogue yields one value")
         if tuple(input_specs[primary].shape) != out_shape:
             raise CodegenError("an epilogue's primary input must have the result's shape")
+        if input_specs[primary].dtype not in ("float32", "float16"):
+            raise CodegenError("an epilogue's primary input must be a float tensor")
+        if out_specs[0].dtype not in ("float32", "float16"):
+            raise CodegenError("an epilogue's result must be a float tensor")
+        if wide:
+            raise CodegenError("an epilogue body computes no int64 values")
     body = _Body()
     n_in = len(input_specs)
     for k in range(n_in):
-        body.types[k] = "float"
+        body.types[k] = _glsl_type(input_specs[k].dtype)
+        body.dtypes[k] = input_specs[k].dtype
     yields: list[int] = []
     for op in region:
         if op.op == "vx.yield":
@@ -484,21 +677,21 @@ def generate(
         raise CodegenError("fused body has no vx.yield")
     if len(yields) != len(out_specs):
         raise CodegenError(f"the body yields {len(yields)} values for {len(out_specs)} results")
-    for y in yields:
-        if body.types[y] != "float":
-            raise CodegenError(f"the body yields a {body.types[y]} for a float result")
+    for y, o in zip(yields, out_specs, strict=True):
+        if body.types[y] != _glsl_type(o.dtype):
+            raise CodegenError(f"the body yields a {body.types[y]} for a {o.dtype} result")
 
     bound = [k for k in range(n_in) if k != primary]
     decl: list[str] = []
     for j, k in enumerate(bound):
         decl.append(
             f"layout(std430, binding = {first_binding + j}) readonly buffer PwIn{k} "
-            f"{{ sfp pw_in{k}[]; }};"
+            f"{{ {_word(input_specs[k].dtype)} pw_in{k}[]; }};"
         )
     loads = []
     for k in bound:
         ix = index_expr(tuple(input_specs[k].shape), out_shape)
-        loads.append(f"    float v{k} = LOAD(pw_in{k}, {ix});")
+        loads.append(f"    {body.types[k]} v{k} = {_load(f'pw_in{k}', ix, input_specs[k].dtype)};")
     helpers = "\n".join(_HELPERS[h] for h in body.helpers)
     lines = "\n".join(body.lines)
     parts = [
@@ -514,16 +707,21 @@ def generate(
         )
         defines = {"PW_EPI": "1"}
     else:
-        for j in range(len(out_specs)):
+        for j, o in enumerate(out_specs):
             parts.append(
                 f"layout(std430, binding = {first_binding + len(bound) + j}) writeonly buffer "
-                f"PwOut{j} {{ sfp pw_out{j}[]; }};"
+                f"PwOut{j} {{ {_word(o.dtype)} pw_out{j}[]; }};"
             )
-        stores = "\n".join(f"    STORE(pw_out{j}, idx, v{y});" for j, y in enumerate(yields))
+        stores = "\n".join(
+            "    " + _store(f"pw_out{j}", f"v{y}", o.dtype)
+            for j, (y, o) in enumerate(zip(yields, out_specs, strict=True))
+        )
         parts.append(
             "void pw_run(uint idx) {\n" + "\n".join(loads) + "\n" + lines + "\n" + stores + "\n}"
         )
         defines = {"PW_GENERATED": "1"}
+        if wide:
+            defines["VKNN_INT64"] = "1"
     source = "\n".join(p for p in parts if p) + "\n"
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
     return PointwiseCode(source, tuple(bound), defines, key)

@@ -128,4 +128,4 @@ def record_resize(
     )
 
 
-register(KernelSpec("vx.resize", gate_resize, record_resize))
+register(KernelSpec("vx.resize", gate_resize, record_resize, int64="words"))

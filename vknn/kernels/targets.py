@@ -20,19 +20,7 @@ from pathlib import Path
 
 from vknn.errors import InvalidArgument
 from vknn.runtime.target import Target, from_caps
-
-_H200_COOPMAT = tuple(
-    (m, n, k, a, a, c, c, "subgroup")
-    for (m, n, k) in ((16, 16, 16), (16, 8, 16), (16, 8, 8))
-    for a in ("f16",)
-    for c in ("f16", "f32")
-) + (
-    (16, 16, 32, "s8", "s8", "s32", "s32", "subgroup"),
-    (16, 8, 32, "s8", "s8", "s32", "s32", "subgroup"),
-    (16, 16, 32, "u8", "u8", "u32", "u32", "subgroup"),
-    (16, 8, 32, "u8", "u8", "u32", "u32", "subgroup"),
-    (16, 16, 16, "bf16", "bf16", "f32", "f32", "subgroup"),
-)
+from vknn.runtime.vulkan.caps import H200_COOPMAT as _H200_COOPMAT
 
 PRESETS: dict[str, Target] = {
     "generic": Target(),

@@ -33,6 +33,9 @@ _VX_KINDS = {
     "concat": "Concat",
     "slice": "Slice",
     "gather": "Gather",
+    "gather_nd": "GatherND",
+    "gather_elements": "GatherElements",
+    "scatter_elements": "ScatterElements",
     "expand": "Expand",
     "pad": "Pad",
     "resize": "Resize",
@@ -73,6 +76,8 @@ def op_kind(op: str, attrs: dict[str, Any]) -> str:
     kind = attrs.get("kind")
     if name in ("unary", "binary") and isinstance(kind, str):
         return _camel(kind)
+    if name == "float_test":
+        return "IsNaN" if attrs.get("test") == "nan" else "IsInf"
     if name == "pool" and isinstance(kind, str):
         return _POOL.get(kind, "Pool")
     if name == "reduce" and isinstance(kind, str):

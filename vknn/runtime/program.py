@@ -206,7 +206,10 @@ class Program:
             return _decode(d)
         except ProgramError:
             raise
-        except (PlanCodecError, ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
+        except (
+            PlanCodecError, ValueError, TypeError, KeyError, IndexError, OverflowError,
+            AttributeError,
+        ) as e:  # fmt: skip
             raise ProgramError(f"malformed program ({type(e).__name__}: {e})") from None
 
 
@@ -265,6 +268,7 @@ def _decode(d: Any) -> Program:
     target = Target.from_dict(d["target"])
     compiled_for = Target.from_dict(d.get("compiled_for", d["target"]))
     kernels = tuple(_kernel(k, i) for i, k in enumerate(_list(d["kernels"], "kernels", 1 << 16)))
+    check_kernel_limits(kernels, target)
     weights = tuple(_weight(w, i) for i, w in enumerate(_list(d["weights"], "weights")))
     arrays = tuple(_array(a, i) for i, a in enumerate(_list(d["arrays"], "arrays")))
     buckets = tuple(
@@ -272,6 +276,7 @@ def _decode(d: Any) -> Program:
         for i, b in enumerate(_list(d["buckets"], "buckets", 4096))
     )
     _need(bool(buckets), "a program needs at least one bucket")
+    check_dispatch_limits(buckets, target)
     keys = [b.key for b in buckets]
     _need(len(set(keys)) == len(keys), "two buckets serve the same input shapes")
     first = buckets[0]
@@ -279,9 +284,34 @@ def _decode(d: Any) -> Program:
         _need([i.name for i in b.inputs] == [i.name for i in first.inputs]
               and [o.name for o in b.outputs] == [o.name for o in first.outputs],
               f"bucket {b.name} has other inputs or outputs than {first.name}")  # fmt: skip
-    meta = d.get("metadata") or {}
-    _need(isinstance(meta, dict), "metadata is not a map")
+    meta = _metadata(d.get("metadata") or {}, first)
     return Program(precision, target, compiled_for, kernels, weights, arrays, buckets, meta)
+
+
+def _metadata(meta: Any, first: Bucket) -> dict[str, Any]:
+    """The declared inputs and outputs a session reads (names, dims, dtypes)
+    must be well formed and name the buckets' tensors with their dtypes."""
+    _need(isinstance(meta, dict), "metadata is not a map")
+    for role, ios in (("inputs", first.inputs), ("outputs", first.outputs)):
+        if role not in meta:
+            continue
+        entries = _list(meta[role], f"metadata {role}", 1 << 16)
+        _need(len(entries) == len(ios), f"metadata {role}: {len(entries)} for {len(ios)} tensors")
+        for e, io in zip(entries, ios, strict=True):
+            w = f"metadata {role} entry"
+            e = _map(e, w, ("name", "dims", "dtype"))
+            _need(e["name"] == io.name, f"{w} {e['name']!r} is not the program's {io.name!r}")
+            _dtype(e["dtype"], f"{w} {io.name!r}")
+            # Inputs are checked against the declared dtype before upload.
+            _need(role == "outputs" or e["dtype"] == io.dtype,
+                  f"{w} {io.name!r}: dtype {e['dtype']!r}, the program reads "
+                  f"{io.dtype!r}")  # fmt: skip
+            if e["dims"] is not None:
+                for x in _list(e["dims"], f"{w} dims", 16):
+                    _need(x is None or isinstance(x, str) and len(x) < 256
+                          or isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 40,
+                          f"{w} {io.name!r}: bad dim {x!r}")  # fmt: skip
+    return meta
 
 
 def _kernel(k: Any, i: int) -> Kernel:
@@ -439,8 +469,10 @@ def _vulkan(s: dict[str, Any], w: str, kernels: tuple[Kernel, ...],
             dst = _int(c[2], f"{cw} dst", 1, 7)
             bufs = tuple(_range(b, f"{cw} buffer", arenas_t) for b in _list(c[3], cw, 1 << 16))
             commands.append(BarrierCmd(src, dst, bufs))
-    return VulkanSegment(inputs, outputs, arenas_t, tuple(placed), uploads, tuple(commands),
-                         downloads)  # fmt: skip
+    seg = VulkanSegment(inputs, outputs, arenas_t, tuple(placed), uploads, tuple(commands),
+                        downloads)  # fmt: skip
+    check_barriers(seg, kernels, w)
+    return seg
 
 
 def _cpu(s: dict[str, Any], w: str, arrays: tuple[np.ndarray, ...]) -> CpuSegment:
@@ -470,16 +502,30 @@ def _cpu(s: dict[str, Any], w: str, arrays: tuple[np.ndarray, ...]) -> CpuSegmen
         specs[slot] = TensorSpec(_str(e[1], w), _shape(e[2], f"{w} spec"), _str(e[3], w))
     steps = []
     for j, st in enumerate(_list(s["steps"], w)):
-        step = decode_step(st)
+        step = _step(st, f"{w} op {j}")
         where = f"{w} op {j} ({step.op})"
         _need(step.op.startswith("onnx.") or has_kernel(step.op),
               f"{where}: the CPU backend has no kernel for it")  # fmt: skip
         for v in (*step.inputs, *step.outputs):
             _need(isinstance(v, int) and -1 <= v <= hi, f"{where}: slot {v!r} out of range")
         _need(len(step.outputs) == len(step.out_specs), f"{where}: outputs and specs differ")
+        check_step_fields(step, where)
         steps.append(step)
     return CpuSegment(inputs, outputs, slots, arg_slots, out_slots, tuple(constants), specs,
                       tuple(steps))  # fmt: skip
+
+
+def _step(st: Any, where: str) -> Step:
+    """A CPU op with fields of the types the oracle relies on (its region's too)."""
+    step = decode_step(_map(st, where, ()))
+    for f in ("op", "node", "backend", "reason"):
+        _str(getattr(step, f), f"{where} {f}")
+    _need(isinstance(step.attrs, dict), f"{where}: attrs are not a map")
+    _need(all(isinstance(t, TensorSpec) for t in step.out_specs), f"{where}: bad output specs")
+    if step.region is not None:
+        for k, r in enumerate(_list(st["region"], f"{where} region")):
+            _step(r, f"{where} region op {k}")
+    return step
 
 
 def _io(v: Any, where: str, values: int) -> IO:
@@ -527,3 +573,152 @@ def _bucket(b: Any, i: int, kernels: tuple[Kernel, ...], weights: tuple[bytes, .
         _need(len(n) == 3 and all(isinstance(x, str) for x in n), f"{w}: a node entry is 3 strings")
         nodes.append((n[0], n[1], n[2]))
     return Bucket(_str(b["name"], w), inputs, outputs, values, tuple(segments), tuple(nodes))
+
+
+def check_step_fields(step: Step, where: str, depth: int = 0) -> None:
+    """The types of a CPU step's fields, and of its region's steps (a fused
+    body, whose slots are local to it): strings, slot ints, tensor specs of
+    known dtypes and bounded shapes, a map of attributes."""
+    _need(depth <= 4, f"{where}: regions nested too deeply")
+    for f in ("op", "node", "backend", "reason"):
+        _str(getattr(step, f), f"{where} {f}")
+    for v in (*step.inputs, *step.outputs):
+        _int(v, f"{where} slot", -1, MAX_VALUES)
+    _list(step.out_specs, f"{where} out_specs", 1 << 12)
+    for spec in step.out_specs:
+        _need(isinstance(spec, TensorSpec), f"{where}: an output spec is not a tensor spec")
+        _str(spec.name, f"{where} spec name")
+        _shape(list(spec.shape), f"{where} spec shape")
+        _dtype(spec.dtype, f"{where} spec")
+    _need(isinstance(step.attrs, dict), f"{where}: attributes are not a map")
+    if step.region is not None:
+        for j, sub in enumerate(_list(step.region, f"{where} region", 1 << 12)):
+            _need(isinstance(sub, Step), f"{where}: region entry {j} is not a step")
+            check_step_fields(sub, f"{where} region op {j}", depth + 1)
+
+
+# -- synchronization -------------------------------------------------------------
+
+_Access = tuple[int, int, int, int, int]
+"""(arena, first byte, end byte, stage bit, pass) of one read or write."""
+
+
+def _accesses(c: Command, kernels: tuple[Kernel, ...], p: int) -> tuple[list[_Access], ...]:
+    if isinstance(c, CopyCmd):
+        src, dst = c.src, c.dst
+        return ([(src.arena, src.offset, src.offset + src.size, STAGE_TRANSFER, p)],
+                [(dst.arena, dst.offset, dst.offset + dst.size, STAGE_TRANSFER, p)])  # fmt: skip
+    assert isinstance(c, DispatchCmd)
+    reads, writes = [], []
+    for b, w in zip(c.bindings, kernels[c.kernel].writes, strict=True):
+        (writes if w else reads).append((b.arena, b.offset, b.offset + b.size, STAGE_COMPUTE, p))
+    return reads, writes
+
+
+def _overlap(a: _Access, pending: list[_Access]) -> bool:
+    return any(q[0] == a[0] and q[1] < a[2] and a[1] < q[2] and q[4] != a[4] for q in pending)
+
+
+def _covered(a: _Access, c: BarrierCmd) -> bool:
+    """Whether barrier `c` makes write `a` available (a global barrier, or a
+    listed range holding all of it)."""
+    return not c.buffers or any(
+        r.arena == a[0] and r.offset <= a[1] and a[2] <= r.offset + r.size for r in c.buffers
+    )
+
+
+def check_barriers(seg: VulkanSegment, kernels: tuple[Kernel, ...], where: str) -> None:
+    """ProgramError unless the segment's barriers order every hazard, as
+    `insert-barriers` placed them: a command that reads or writes bytes an
+    earlier command wrote, or writes bytes one read, needs a barrier between
+    them from the earlier command's stage, to the compute and transfer
+    stages, listing the written range (or none: a global barrier); device
+    writes a download reads need a barrier to the host stage. Without them
+    the device may overlap the commands (races, wrong results). Consecutive
+    dispatches with the same label and nodes are one op's pass (disjoint
+    bytes by construction) and are not ordered against each other."""
+    writes: list[_Access] = []  # since the barrier that last covered them
+    reads: list[_Access] = []
+    host: list[_Access] = []  # device writes not yet made visible to the host
+    pass_id, last = 0, None
+    for j, c in enumerate(seg.commands):
+        if isinstance(c, BarrierCmd):
+            if c.dst & (STAGE_COMPUTE | STAGE_TRANSFER) == STAGE_COMPUTE | STAGE_TRANSFER:
+                writes = [a for a in writes if not (a[3] & c.src and _covered(a, c))]
+                reads = [a for a in reads if not a[3] & c.src]
+            if c.dst & STAGE_HOST:
+                host = [a for a in host if not (a[3] & c.src and _covered(a, c))]
+            last = None
+            continue
+        key = (c.label, c.nodes) if isinstance(c, DispatchCmd) else None
+        if key is None or key != last:
+            pass_id += 1
+        last = key
+        op_reads, op_writes = _accesses(c, kernels, pass_id)
+        hazard = any(_overlap(a, writes) for a in (*op_reads, *op_writes)) or any(
+            _overlap(a, reads) for a in op_writes
+        )
+        _need(not hazard, f"{where} command {j}: no barrier orders it after an earlier "
+              "command that touches the same bytes")  # fmt: skip
+        writes += op_writes
+        reads += op_reads
+        host += op_writes
+    for d in seg.downloads:
+        a = (d.arena, d.offset, d.offset + d.nbytes, STAGE_HOST, -1)
+        _need(not _overlap(a, host), f"{where}: a download reads device writes that no "
+              "barrier made visible to the host")  # fmt: skip
+
+
+# -- device limits and specialization constants ------------------------------------
+
+SPEC_INT_MAX = 1 << 16
+"""The largest integer specialization constant a kernel takes. VKNN's kernels
+use them for tile sizes, kinds, ranks and bit widths, all small and never
+negative; a tile of -1 or 2^31 makes the driver size shared memory or loops
+from garbage (lavapipe crashes), so anything else is refused."""
+
+
+def check_kernel_limits(kernels: tuple[Kernel, ...], target: Target) -> None:
+    """Each kernel's workgroup size and push constants within the limits of
+    the program's target (which the device is checked against), and its
+    specialization constants within what kernels take (SPEC_INT_MAX; that
+    each is declared by the module with the same kind is `spirv_check`'s)."""
+    for i, k in enumerate(kernels):
+        w = f"kernel {i} ({k.name})"
+        for axis, (n, lim) in enumerate(zip(k.local_size, target.max_compute_work_group_size,
+                                            strict=True)):  # fmt: skip
+            _need(n <= lim, f"{w}: workgroup size {n} on axis {axis} is over the limit {lim}")
+        total = math.prod(k.local_size)
+        lim = target.max_compute_work_group_invocations
+        _need(total <= lim, f"{w}: {total} invocations per workgroup is over the limit {lim}")
+        _need(k.push_size <= target.max_push_constants_size,
+              f"{w}: {k.push_size} bytes of push constants is over the limit "
+              f"{target.max_push_constants_size}")  # fmt: skip
+        ids = [cid for cid, _, _ in k.spec]
+        _need(len(set(ids)) == len(ids), f"{w}: a specialization constant is given twice")
+        for cid, kind, value in k.spec:
+            if kind == "i":
+                _need(0 <= int(value) <= SPEC_INT_MAX,
+                      f"{w}: specialization constant {cid} = {value} is outside "
+                      f"[0, {SPEC_INT_MAX}]")  # fmt: skip
+            else:
+                _need(math.isfinite(float(value)),
+                      f"{w}: specialization constant {cid} = {value} is not finite")  # fmt: skip
+
+
+def check_dispatch_limits(buckets: tuple[Bucket, ...], target: Target) -> None:
+    """Group counts and binding sizes within the target's limits."""
+    for b in buckets:
+        for j, seg in enumerate(b.segments):
+            if not isinstance(seg, VulkanSegment):
+                continue
+            for n, c in enumerate(seg.commands):
+                if not isinstance(c, DispatchCmd):
+                    continue
+                w = f"bucket {b.name} segment {j} command {n}"
+                for g, lim in zip(c.groups, target.max_compute_work_group_count, strict=True):
+                    _need(g <= lim, f"{w}: {g} workgroups is over the limit {lim}")
+                for r in c.bindings:
+                    _need(r.size <= target.max_storage_buffer_range,
+                          f"{w}: a binding of {r.size} bytes is over maxStorageBufferRange "
+                          f"{target.max_storage_buffer_range}")  # fmt: skip

@@ -41,7 +41,9 @@ _lock = threading.Lock()
 
 # Opcodes and enumerants read here (SPIR-V spec, section 3).
 _OP_ENTRY_POINT, _OP_DECORATE, _OP_VARIABLE = 15, 71, 59
-_DEC_BINDING, _DEC_SET = 33, 34
+_DEC_BINDING, _DEC_SET, _DEC_SPEC_ID = 33, 34, 1
+_OP_TYPE_BOOL, _OP_TYPE_INT, _OP_TYPE_FLOAT = 20, 21, 22
+_OP_SPEC_TRUE, _OP_SPEC_FALSE, _OP_SPEC = 48, 49, 50
 _MODEL_GLCOMPUTE, _SC_PUSH_CONSTANT = 5, 9
 
 
@@ -68,6 +70,9 @@ def interface_problem(k: Kernel) -> str | None:
     if version not in _ENV:
         return f"SPIR-V version {version[0]}.{version[1]} is not one Vulkan takes"
     entries, binding, dset, push_vars = [], {}, {}, 0
+    spec_ids: dict[int, int] = {}  # SpecId -> result id
+    types: dict[int, str] = {}  # type id -> b/i/f
+    spec_types: dict[int, str] = {}  # spec constant result id -> b/i/f
     i = 5
     while i < len(words):
         count, op = words[i] >> 16, words[i] & 0xFFFF
@@ -80,6 +85,12 @@ def interface_problem(k: Kernel) -> str | None:
             (binding if ops[1] == _DEC_BINDING else dset)[ops[0]] = ops[2]
         elif op == _OP_VARIABLE and len(ops) >= 3 and ops[2] == _SC_PUSH_CONSTANT:
             push_vars += 1
+        elif op == _OP_DECORATE and len(ops) >= 3 and ops[1] == _DEC_SPEC_ID:
+            spec_ids[ops[2]] = ops[0]
+        elif op in (_OP_TYPE_BOOL, _OP_TYPE_INT, _OP_TYPE_FLOAT) and ops:
+            types[ops[0]] = {_OP_TYPE_BOOL: "b", _OP_TYPE_INT: "i", _OP_TYPE_FLOAT: "f"}[op]
+        elif op in (_OP_SPEC_TRUE, _OP_SPEC_FALSE, _OP_SPEC) and len(ops) >= 2:
+            spec_types[ops[1]] = types.get(ops[0], "?")
         i += count
     if entries != [_MODEL_GLCOMPUTE]:
         return "the module is not one compute entry point"
@@ -90,6 +101,21 @@ def interface_problem(k: Kernel) -> str | None:
         return f"a resource at binding {max(binding.values())}, the dispatches bind {bound}"
     if push_vars and k.push_size == 0:
         return "push constants the dispatches do not give"
+    return _spec_problem(k, spec_ids, spec_types)
+
+
+def _spec_problem(k: Kernel, spec_ids: dict[int, int], spec_types: dict[int, str]) -> str | None:
+    """Each specialization constant the program sets must be one the module
+    declares (SpecId), of the same kind; a bool's value is 0 or 1."""
+    for cid, kind, value in k.spec:
+        declared = spec_types.get(spec_ids.get(cid, -1))
+        if declared is None:
+            return f"specialization constant {cid} is not declared by the module"
+        if (declared == "f") != (kind == "f"):
+            what = "a float" if declared == "f" else "not a float"
+            return f"specialization constant {cid} is {what} in the module"
+        if declared == "b" and value not in (0, 1):
+            return f"specialization constant {cid} is a bool, set to {value}"
     return None
 
 

@@ -13,6 +13,7 @@ compiler side (`vknn/kernels/targets.py`); this file is only the schema.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -189,6 +190,12 @@ def unmet(target: Target, caps: Any) -> str | None:
     for what, need, have in features:
         if need and not have:
             return what
+    if t.cooperative_matrix and c.subgroup_size != t.subgroup_size:
+        # The coopmat kernels lay 4 subgroups of exactly this size over a tile.
+        return (
+            f"subgroups of exactly {t.subgroup_size} lanes for cooperative-matrix kernels "
+            f"(the device has {c.subgroup_size})"
+        )
     have_cm = set(getattr(c, "cooperative_matrix_shapes", ()) or ())
     for shape in t.cooperative_matrix:
         if tuple(shape) not in have_cm:
@@ -197,8 +204,13 @@ def unmet(target: Target, caps: Any) -> str | None:
 
 
 def from_caps(caps: object, name: str = "from-device") -> Target:
-    """The target that is exactly what a device (`DeviceCaps`) offers."""
+    """The target that is exactly what a device (`DeviceCaps`) offers; env
+    `VKNN_COOPMAT=0` leaves its cooperative matrices out (the scalar kernels
+    then run everywhere, e.g. to measure tensor cores against them)."""
     c = caps
+    coopmat = tuple(getattr(c, "cooperative_matrix_shapes", ()) or ())
+    if os.environ.get("VKNN_COOPMAT", "") == "0":
+        coopmat = ()
     if getattr(c, "has_device_local_host_visible", False):
         memory = "rebar" if getattr(c, "device_type", "") == "discrete" else "unified"
     else:
@@ -222,6 +234,6 @@ def from_caps(caps: object, name: str = "from-device") -> Target:
         rte_fp16=c.rte_fp16,  # type: ignore[attr-defined]
         signed_zero_inf_nan_preserve_fp32=c.signed_zero_inf_nan_preserve_fp32,  # type: ignore[attr-defined]
         signed_zero_inf_nan_preserve_fp16=c.signed_zero_inf_nan_preserve_fp16,  # type: ignore[attr-defined]
-        cooperative_matrix=tuple(getattr(c, "cooperative_matrix_shapes", ()) or ()),
+        cooperative_matrix=coopmat,
         memory=memory,
     )

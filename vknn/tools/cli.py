@@ -6,6 +6,10 @@
                             [--precision low] [--bucket x=1x3x224x224 ...]
     vknn run model.onnx|model.vxm [--input name=file.npy ...] [--backends cpu]
                         [--compare-ort] [--shapes ...] [--dims ...] [--seed 0]
+                        [--device 0|NAME] [--profile] [--trace trace.json]
+    vknn devices [--json]
+    vknn bench model.onnx|model.vxm [--batch N] [--runs N] [--devices all|0,1] [--json]
+                        [--plot out.png] [--no-ort]
 
 User errors (bad files, undeclared dynamic axes, unsupported ops) print as
 one `vknn: error: ...` line and exit with status 1.
@@ -19,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from vknn.errors import VknnError
 
@@ -54,7 +59,10 @@ def _targets(args: argparse.Namespace) -> list[tuple[object, str]]:
     names = args.target or ["from-device"]
     out: list[tuple[object, str]] = []
     for name in names:
-        if name == "from-device" and "vulkan" in args.backends:
+        if name == "from-device" and "vulkan" not in args.backends:
+            out.append((None, ""))  # nothing runs on a GPU: no device is opened
+            continue
+        if name == "from-device":
             from vknn.runtime.vulkan.context import shared_device
 
             device, _, why = shared_device()
@@ -96,13 +104,20 @@ def _compile_model(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no
     timings: list[tuple[str, float]] = []
     mark = [time.perf_counter()]
 
+    from vknn.progress import Bar
+
+    passes = PassPipeline.parse_spec(available_passes(), spec).passes
+    bar = Bar(len(passes), "vknn compile (graph)")
+
     def callback(prev, _module, _next) -> None:  # type: ignore[no-untyped-def]
         now = time.perf_counter()
         if prev is not None:
             timings.append((prev.name, now - mark[0]))
+            bar.update(1, _next.name if _next is not None else "")
         mark[0] = now
 
-    PassPipeline.parse_spec(available_passes(), spec, callback).apply(ctx, module)
+    with bar:
+        PassPipeline(passes, callback).apply(ctx, module)
     module.verify()
     after = _op_counts(module)
 
@@ -178,6 +193,7 @@ def _write_compiled(  # type: ignore[no-untyped-def]
 
         meta = _model_metadata(args.model)
         programs = [module_to_program(m, meta) for m in lowered]
+        _check_distinct_buckets(programs[0], args.bucket)
         created = (
             f"vknn compile {args.model} --precision {args.precision}"
             + "".join(f" --target {t}" for t in args.target)
@@ -197,6 +213,21 @@ def _write_compiled(  # type: ignore[no-untyped-def]
             f"wrote      {out} ({size / 1e6:.1f} MB, precision {args.precision}, targets {names})"
         )
         print(f"buckets    {shapes}")
+
+
+def _check_distinct_buckets(program: dict, given: list) -> None:  # type: ignore[type-arg]
+    """Two --bucket values that compile to one input-shape set make a .vxm no
+    session could load: refused, naming both."""
+    seen: dict[tuple, int] = {}  # type: ignore[type-arg]
+    for i, b in enumerate(program["buckets"]):
+        key = tuple(tuple(io["shape"]) for io in b["inputs"])
+        if key in seen:
+            text = ",".join(f"{k}={v}" for k, v in _bucket_text(given[i]).items()) if given else ""
+            raise VknnError(
+                f"--bucket {i + 1} ({text}) compiles to the same input shapes as bucket "
+                f"{seen[key] + 1}; give each input-shape set once"
+            )
+        seen[key] = i
 
 
 def _bucket_inputs(program: dict) -> list:  # type: ignore[type-arg]
@@ -244,51 +275,39 @@ def _compile_text(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no-
 
 
 def _write_support_report(module, args: argparse.Namespace, target_entry) -> None:  # type: ignore[no-untyped-def]
-    """Partition a copy of the module exactly as a session would (without
-    the island-folding hint) and write which backend each node lands on."""
+    """Lower a copy of the module exactly as a session would and write where
+    each node of the graph lands (the same rows as `Session.node_report`)."""
     import json
 
-    from vknn.compiler import LoweringOptions, lower
+    from vknn.compiler import lower
 
     target, why = target_entry
     opts = _lowering_options(args, why)
-    opts = LoweringOptions(**{**opts.__dict__, "fold_gpu_islands": 0})
     lowered = lower(module.clone(), opts, target)
     report = support_report(lowered)
     args.support_report.write_text(json.dumps(report, indent=1) + "\n")
     s = report["summary"]
     on = getattr(target, "name", None) or f"no device ({why})"
+    others = ", ".join(f"{b} {n}" for b, n in s.items() if b not in ("total", "vulkan", "reasons"))
     print(
-        f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan, {s.get('cpu', 0)} on the CPU "
-        f"(gates of {on}) -> {args.support_report}"
+        f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan"
+        f"{'; ' + others if others else ''} (gates of {on}) -> {args.support_report}"
     )
 
 
-def support_report(module) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    """Which backend each ONNX node of a lowered module runs on, and why."""
+def support_report(module, preferred: str = "vulkan") -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Which backend each ONNX node of a lowered module runs on (or that it
+    is folded / eliminated), and why (`vknn.runtime.report`, as the session)."""
+    from vknn.runtime.report import node_rows, summary
     from vknn.serialize import module_to_program
 
     program = module_to_program(module)
-    nodes: list[dict] = []  # type: ignore[type-arg]
-    seen: dict[str, dict] = {}  # type: ignore[type-arg]
-    for node, backend, reason in program["buckets"][0]["nodes"]:
-        row = seen.get(node)
-        if row is None:
-            row = seen[node] = {"name": node, "backend": backend}
-            nodes.append(row)
-        elif row["backend"] != backend:
-            row["backend"] = "cpu" if backend in ("cpu", "onnx-reference") else row["backend"]
-        if reason and "reason" not in row:
-            row["reason"] = reason
-    summary: dict = {"total": len(nodes)}  # type: ignore[type-arg]
-    fams = Counter(
-        "cpu" if n["backend"] in ("cpu", "onnx-reference") else n["backend"] for n in nodes
-    )
-    summary.update(sorted(fams.items()))
-    reasons = Counter(n["reason"] for n in nodes if "reason" in n)
-    if reasons:
-        summary["reasons"] = dict(reasons.most_common())
-    return {"nodes": nodes, "summary": summary}
+    rows = node_rows(program["buckets"][0]["nodes"], preferred)
+    nodes = [
+        {"name": r.name, "backend": r.backend, **({"reason": r.reason} if r.reason else {})}
+        for r in rows
+    ]
+    return {"nodes": nodes, "summary": summary(rows)}
 
 
 def _shapes_text(shapes: dict[str, tuple[int, ...]]) -> str:
@@ -371,8 +390,9 @@ def _run(args: argparse.Namespace) -> int:
         precision=args.precision,
         shapes=_parse_shapes(args.shapes),
         dims=_parse_dims(args.dims),
-        profiling=args.profile,
+        profiling=args.profile or args.trace is not None,
         disable_vk_ops=args.disable_vk_ops,
+        device=args.device,
     )
     t0 = time.perf_counter()
     session = Session(args.model, config)
@@ -380,16 +400,19 @@ def _run(args: argparse.Namespace) -> int:
     feeds = random_inputs(session, args.seed)
     for item in args.input:
         name, _, path = item.partition("=")
-        feeds[name] = np.load(path)
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:  # missing, not .npy, object array
+            raise VknnError(
+                f"--input {name}={path}: cannot load ({' '.join(str(e).split())})"
+            ) from None
     t0 = time.perf_counter()
     outputs = session.run(feeds)
     t_run = time.perf_counter() - t0
-    backends = Counter(session.node_backends().values())
+    from vknn.runtime.report import plan_line
+
     print(f"model    {args.model}")
-    print(
-        f"plan     {t_plan * 1000:.1f} ms; nodes by backend: "
-        + ", ".join(f"{b} {n}" for b, n in sorted(backends.items()))
-    )
+    print(f"plan     {t_plan * 1000:.1f} ms; {plan_line(session.node_report())}")
     print(f"run      {t_run * 1000:.1f} ms")
     ref = None
     if args.compare_ort:
@@ -420,12 +443,48 @@ def _run(args: argparse.Namespace) -> int:
         from vknn.session import format_profile
 
         print(format_profile(session.profile(feeds), top=args.profile_top))
+    if args.trace is not None:
+        from vknn.trace import Trace, run_traced
+
+        trace = Trace(str(args.model))
+        run_traced(session, trace, feeds)
+        trace.write(args.trace)
+        print(f"trace    {args.trace}: {len(trace.events)} events of one run (Chrome trace JSON)")
     fallbacks = session.fallback_reasons()
     if fallbacks:
         print(
             f"fallbacks: {len(fallbacks)} node(s) not on the preferred backend, e.g. "
             + "; ".join(f"{k}: {v}" for k, v in list(fallbacks.items())[:3])
         )
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import json
+
+    from vknn.tools.bench import bench, format_result, plot
+
+    result = bench(args)
+    print(format_result(result))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"json       {args.json}")
+    if args.plot is not None:
+        plot(result, args.plot)
+        print(f"plot       {args.plot}")
+    return 0
+
+
+def _devices(args: argparse.Namespace) -> int:
+    import json
+
+    from vknn.devices import format_devices, list_devices
+
+    devices = list_devices()
+    if args.json:
+        print(json.dumps([d.to_dict() for d in devices], indent=1))
+    else:
+        print(format_devices(devices))
     return 0
 
 
@@ -446,8 +505,27 @@ def _op_counts(module) -> Counter[str]:  # type: ignore[no-untyped-def]
     return Counter(op.name for op in _graph_ops(module))
 
 
+def _seed_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--seed must be a non-negative integer, not {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one `vknn: error:` line (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        print(f"vknn: error: {text} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vknn", description="ONNX on Vulkan")
+    parser = _Parser(prog="vknn", description="ONNX on Vulkan")
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="import a model and run the compiler pipeline")
     c.add_argument("model", type=Path)
@@ -499,7 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backends", default="vulkan,cpu", help="priority order, e.g. cpu")
     r.add_argument("--shapes", default="")
     r.add_argument("--dims", default="")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=_seed_arg, default=0)
     r.add_argument("--compare-ort", action="store_true", help="compare with onnxruntime (CPU)")
     r.add_argument(
         "--precision",
@@ -514,17 +592,106 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", action="store_true", help="per-dispatch GPU times (timestamp queries)"
     )
     r.add_argument("--profile-top", type=int, default=25, help="rows of the profile to print")
+    r.add_argument("--device", default=None, help="Vulkan device: index or name substring")
+    r.add_argument(
+        "--trace", type=Path, default=None, help="write a Chrome-trace JSON of one profiled run"
+    )
     r.set_defaults(func=_run)
+    k = sub.add_parser("cache", help="list or clear model caches and the user cache")
+    k.add_argument("action", choices=("list", "clear"))
+    k.add_argument("paths", nargs="*", type=Path, help="models, .vkcache files or folders")
+    k.add_argument("--user", action="store_true", help="clear: also the user folder's SPIR-V")
+    k.set_defaults(func=_cache)
+    d = sub.add_parser("devices", help="list the Vulkan devices and what the compiler sees")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=_devices)
+    b = sub.add_parser("bench", help="latency, throughput, start-up, devices, vs onnxruntime")
+    b.add_argument("model", type=Path)
+    b.add_argument("--batch", type=int, default=None, help="batch on every input's first axis")
+    b.add_argument("--runs", type=int, default=50)
+    b.add_argument("--warmup", type=int, default=5)
+    b.add_argument("--precision", choices=("high", "normal", "low"), default=None)
+    b.add_argument("--backends", default="vulkan,cpu")
+    b.add_argument("--dims", default="", help="symbolic dims, seq=128")
+    b.add_argument(
+        "--devices",
+        default="",
+        help='"all" (a session per GPU), or indices or names: 0,1 (default: the default device)',
+    )
+    b.add_argument("--no-ort", action="store_true", help="skip onnxruntime (CPU) side by side")
+    b.add_argument("--json", type=Path, default=None, help="write every number as JSON")
+    b.add_argument("--plot", type=Path, default=None, help="latency histogram and op-kind bars")
+    b.set_defaults(func=_bench)
     return parser
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from vknn.tools.cache_cmd import clear_caches, list_caches
+
+    if args.action == "list":
+        return list_caches(args.paths or [Path.cwd()])
+    return clear_caches(args.paths, args.user)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    from vknn.hints import DECLARE_SYNTAX
+
     args = build_parser().parse_args(argv)
+    token = DECLARE_SYNTAX.set("cli")
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        text = str(message)
+        if not text.startswith("vknn: "):
+            return shown(message, category, filename, lineno, file, line)
+        print(f"vknn: warning: {text.removeprefix('vknn: ')}", file=sys.stderr)
+
+    warnings.showwarning = show
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", UserWarning)  # every run says its own
+            return args.func(args)
     except VknnError as e:
         print(f"vknn: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
+    except BaseException as e:  # noqa: BLE001  (the last line of defence: one line, never a traceback)
+        return top_level_error("vknn", e)
+    finally:
+        warnings.showwarning = shown
+        DECLARE_SYNTAX.reset(token)
+
+
+def top_level_error(tool: str, e: BaseException) -> int:
+    """What a tool prints for an exception no check turned into a VknnError:
+    one line and a non-zero status (VKNN_DEBUG=1: the traceback too).
+    SystemExit passes through; Ctrl-C exits 130 quietly."""
+    import os
+    import traceback
+
+    if isinstance(e, SystemExit):
+        raise e
+    if isinstance(e, KeyboardInterrupt):
+        return 130
+    if os.environ.get("VKNN_DEBUG"):
+        traceback.print_exception(e)
+    text = " ".join(str(e).split())
+    if type(e).__name__ == "ArgSpecParseError":  # xDSL's, a BaseException: a bad option
+        msg = f"bad pass pipeline or pass option: {text}"
+    elif isinstance(e, KeyError) and isinstance(e.args[0], str) and " " in e.args[0]:
+        msg = " ".join(e.args[0].split())  # a lookup that explains itself (unknown pipeline)
+    elif isinstance(e, MemoryError):
+        msg = "out of memory" + (f" ({text})" if text else "")
+    elif isinstance(e, OSError) and e.filename is not None:
+        msg = f"{e.filename}: {e.strerror or text}"
+    else:
+        msg = (
+            f"internal error ({type(e).__name__}: {text or 'no message'}); please report it "
+            "(VKNN_DEBUG=1 prints the traceback)"
+        )
+    print(f"{tool}: error: {msg}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

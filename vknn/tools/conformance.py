@@ -14,6 +14,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -70,13 +71,21 @@ def run_suite(device: str = "CPU", pattern: str = "", jobs: int = 1) -> list[Cas
     """Run every matching case; `jobs` > 1 forks that many workers."""
     global _CASES
     _CASES = collect_cases(pattern)
-    work = [(i, device) for i in range(len(_CASES))]
-    if jobs <= 1:
-        return [_run_index(w) for w in work]
-    import multiprocessing
+    from vknn.progress import Bar
 
-    with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=200) as pool:
-        return list(pool.imap(_run_index, work, chunksize=8))
+    work = [(i, device) for i in range(len(_CASES))]
+    with Bar(len(work), "vknn conformance") as bar:
+        if jobs <= 1:
+            return [_counted(bar, _run_index(w)) for w in work]
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=200) as pool:
+            return [_counted(bar, r) for r in pool.imap(_run_index, work, chunksize=8)]
+
+
+def _counted(bar: Any, result: CaseResult) -> CaseResult:
+    bar.update(1, result.name)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -126,9 +126,7 @@ def _conformance_section() -> list[str]:
         "|---|---|---|---|",
     ]
     for run in runs:
-        lines.append(
-            f"| {run['device']} | {run['passed']} | {run['cases']} | `{run['command']}` |"
-        )
+        lines.append(f"| {run['device']} | {run['passed']} | {run['cases']} | `{run['command']}` |")
     notes = [run["note"] for run in runs if run.get("note")]
     lines += ["", *notes, ""] if notes else [""]
     return lines

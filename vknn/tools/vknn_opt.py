@@ -179,7 +179,15 @@ def _print_stats(before: dict[str, int], after: dict[str, int]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    VknnOptMain(args=argv).run()
+    try:
+        VknnOptMain(args=argv).run()
+    except BaseException as e:  # noqa: BLE001  (one line, never a traceback)
+        from vknn.tools.cli import top_level_error
+
+        if isinstance(e, VknnError):
+            print(f"vknn-opt: error: {_one_line(e)}", file=sys.stderr)
+            raise SystemExit(1) from None
+        raise SystemExit(top_level_error("vknn-opt", e)) from None
 
 
 if __name__ == "__main__":

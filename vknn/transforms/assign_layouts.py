@@ -156,7 +156,7 @@ class InsertLayoutConverts(RewritePattern):
                     result_types=[v.type],
                     properties={"from": vx.LayoutAttr(have), "to": vx.LayoutAttr(want)},
                 )
-                rewriter.insert_op(conv, InsertPoint.after(producer))
+                rewriter.insert(conv, InsertPoint.after(producer))
                 self.converts[key] = conv.results[0]
             operands[i] = self.converts[key]
             changed = True

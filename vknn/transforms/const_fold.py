@@ -93,7 +93,7 @@ def replace_with_constants(
             attributes={"value": attr, NAME_ATTR: StringAttr(name if i == 0 else f"{name}:{i}")},
         )
         new_ops.append(c)
-    rewriter.replace_matched_op(new_ops, [c.results[0] for c in new_ops])
+    rewriter.replace(op, new_ops, [c.results[0] for c in new_ops])
 
 
 class FoldShape(RewritePattern):
@@ -207,7 +207,7 @@ def _replace_with_vx_constants(rewriter: PatternRewriter, op: Operation, values:
         value = np.asarray(value).astype(elem_dtype, copy=False)
         attr = from_numpy(value, result.name_hint or (f"{name}_out{i}" if i else name))
         new_ops.append(ConstantOp(attr, {NAME_ATTR: StringAttr(name)}))
-    rewriter.replace_matched_op(new_ops, [c.results[0] for c in new_ops])
+    rewriter.replace(op, new_ops, [c.results[0] for c in new_ops])
 
 
 def evaluate(op: OnnxOp, values: list[np.ndarray | None]) -> list[np.ndarray] | None:

@@ -66,7 +66,7 @@ class NotLowered(Exception):
 
 
 def _bool(v: bool) -> IntegerAttr:
-    return IntegerAttr(int(v), i1)
+    return IntegerAttr(int(bool(v)), i1)  # an ONNX flag (transB=3): nonzero is true, as in ORT
 
 
 def _i64(v: int) -> IntegerAttr:
@@ -728,6 +728,78 @@ def _layernorm(lo: Lowering) -> list[SSAValue | None]:
     return [out, *([None] * (len(lo.op.outputs) - 1))]
 
 
+def _channel_affine(
+    lo: Lowering, y: SSAValue, scale: SSAValue | np.ndarray, bias: SSAValue | np.ndarray
+) -> SSAValue:
+    """y * scale[c] + bias[c] over axis 1 of y (scale, bias: [C])."""
+    shape = lo.shape(y)
+    per_c = (shape[1],) + (1,) * (len(shape) - 2)
+    dtype = numpy_dtype(lo.element(y))
+    out = y
+    for kind, v, what in ((vx.BinaryKind.MUL, scale, "scale"), (vx.BinaryKind.ADD, bias, "bias")):
+        if isinstance(v, np.ndarray):
+            v = lo.constant(v.astype(dtype).reshape(per_c), what)
+        else:
+            v = lo.reshape(v, per_c)
+        out = lo.binary(kind, out, v)
+    return out
+
+
+def _normalized(lo: Lowering, x: SSAValue, groups: int, eps: float) -> SSAValue:
+    """x [N, C, ...] normalized over each of `groups` channel groups and the
+    spatial dims: a layernorm over axis 2 of [N, groups, C/groups * spatial]."""
+    shape = lo.shape(x)
+    if len(shape) < 2 or groups <= 0 or shape[1] % groups:
+        raise NotLowered(f"{shape[1] if len(shape) > 1 else 0} channels in {groups} groups")
+    n = shape[0]
+    rows = lo.reshape(x, (n, groups, math.prod(shape[1:]) // groups))
+    one = lo.constant(np.ones((1,), numpy_dtype(lo.element(x))), "one")
+    y = lo.emit(vx.LayerNormOp, [rows, one], rows.type, axis=_i64(2), epsilon=_f32(eps))
+    return lo.reshape(y, shape)
+
+
+@lowers("MeanVarianceNormalization")
+def _mvn(lo: Lowering) -> list[SSAValue]:
+    """A layernorm (scale 1) over the reduced axes, where they are the
+    trailing axes once size-1 dims are ignored (NCHW with N = 1 and the
+    default axes [0, 2, 3] is a per-channel normalization)."""
+    x = lo.x(0)
+    shape = lo.shape(x)
+    axes = {_axis(int(a), len(shape)) for a in lo.attr("axes", [0, 2, 3])}
+    kept = [d for d in range(len(shape)) if d not in axes and shape[d] > 1]
+    reduced = [d for d in axes if shape[d] > 1]
+    if kept and reduced and max(kept) > min(reduced):
+        raise NotLowered("the normalized axes are not trailing")
+    rows = math.prod(shape[d] for d in kept)
+    flat = lo.reshape(x, (rows, math.prod(shape) // max(rows, 1)))
+    one = lo.constant(np.ones((1,), numpy_dtype(lo.element(x))), "one")
+    # ONNX's function body: (x - mean) / sqrt(var + 1e-9).
+    y = lo.emit(vx.LayerNormOp, [flat, one], flat.type, axis=_i64(1), epsilon=_f32(1e-9))
+    return [lo.reshape(y, shape)]
+
+
+@lowers("InstanceNormalization")
+def _instance_norm(lo: Lowering) -> list[SSAValue]:
+    x = lo.x(0)
+    y = _normalized(lo, x, lo.shape(x)[1], lo.attr("epsilon", 1e-5))
+    return [_channel_affine(lo, y, lo.x(1), lo.x(2))]
+
+
+@lowers("GroupNormalization")
+def _group_norm(lo: Lowering) -> list[SSAValue]:
+    x = lo.x(0)
+    c, groups = lo.shape(x)[1], int(lo.attr("num_groups"))
+    y = _normalized(lo, x, groups, lo.attr("epsilon", 1e-5))
+    scale, bias = lo.x(1), lo.x(2)
+    if lo.shape(scale) != (c,) or lo.shape(bias) != (c,):
+        # Opset 18's scale and bias are per group: repeat each over its channels.
+        s, b = lo.const(1), lo.const(2)
+        if s.shape != (groups,) or b.shape != (groups,):
+            raise NotLowered("scale/bias are neither per channel nor constant per group")
+        return [_channel_affine(lo, y, np.repeat(s, c // groups), np.repeat(b, c // groups))]
+    return [_channel_affine(lo, y, scale, bias)]
+
+
 @lowers("BatchNormalization")
 def _batchnorm(lo: Lowering) -> list[SSAValue | None]:
     lo.only_first_output()
@@ -922,12 +994,69 @@ def _gather(lo: Lowering) -> list[SSAValue]:
     data = lo.shape(0)
     axis = _axis(lo.attr("axis", 0), len(data))
     indices = lo.x(1)
+    _indices_in_range(lo, 1, data[axis])
     known = constant_value(indices)
     if known is not None and (known < 0).any():
         # Constant negative indices are normalized here, once.
         fixed = np.where(known < 0, known + data[axis], known).astype(known.dtype)
         indices = lo.constant(fixed, "indices")
     return [lo.emit(vx.GatherOp, [lo.x(0), indices], lo.out_type(), axis=_i64(axis))]
+
+
+@lowers("IsNaN", "IsInf")
+def _float_test(lo: Lowering) -> list[SSAValue]:
+    if lo.op.OP_TYPE == "IsNaN":
+        test = "nan"
+    else:
+        pos, neg = lo.attr("detect_positive", 1), lo.attr("detect_negative", 1)
+        if not (pos or neg):  # detects nothing: all false
+            raise NotLowered("IsInf detects neither sign")
+        test = "inf" if pos and neg else ("pos_inf" if pos else "neg_inf")
+    return [lo.emit(vx.FloatTestOp, [lo.x(0)], lo.out_type(), test=StringAttr(test))]
+
+
+def _indices_in_range(lo: Lowering, i: int, dims: Sequence[int] | int) -> None:
+    """Constant indices out of range stay `onnx.*` so the CPU raises, as
+    onnxruntime does (the Vulkan kernels clamp, never reading outside)."""
+    known = constant_value(lo.x(i))
+    if known is None or known.size == 0:
+        return
+    lim = np.asarray(dims, dtype=np.int64)
+    if ((known < -lim) | (known >= lim)).any():
+        raise NotLowered("constant indices are out of range")
+
+
+@lowers("GatherND")
+def _gather_nd(lo: Lowering) -> list[SSAValue]:
+    data, idx = lo.shape(0), lo.shape(1)
+    b = lo.attr("batch_dims", 0)
+    _indices_in_range(lo, 1, data[b : b + idx[-1]])
+    return [lo.emit(vx.GatherNDOp, [lo.x(0), lo.x(1)], lo.out_type(), batch_dims=_i64(b))]
+
+
+@lowers("GatherElements")
+def _gather_elements(lo: Lowering) -> list[SSAValue]:
+    data = lo.shape(0)
+    axis = _axis(lo.attr("axis", 0), len(data))
+    _indices_in_range(lo, 1, data[axis])
+    return [lo.emit(vx.GatherElementsOp, [lo.x(0), lo.x(1)], lo.out_type(), axis=_i64(axis))]
+
+
+@lowers("ScatterElements", "Scatter")
+def _scatter_elements(lo: Lowering) -> list[SSAValue]:
+    data = lo.shape(0)
+    axis = _axis(lo.attr("axis", 0), len(data))
+    _indices_in_range(lo, 1, data[axis])
+    reduction = lo.attr("reduction", "none")
+    return [
+        lo.emit(
+            vx.ScatterElementsOp,
+            [lo.x(0), lo.x(1), lo.x(2)],
+            lo.out_type(),
+            axis=_i64(axis),
+            reduction=StringAttr(reduction),
+        )
+    ]
 
 
 @lowers("Expand")
@@ -1105,7 +1234,7 @@ class LowerOnnxOp(RewritePattern):
             self.reasons[op] = lowered
             return
         new_ops, values = lowered
-        rewriter.replace_op(op, new_ops, values)
+        rewriter.replace(op, new_ops, values)
 
 
 def unconverted(

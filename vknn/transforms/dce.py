@@ -74,7 +74,7 @@ class EraseDeadOp(RewritePattern):
         if any(r.uses for r in op.results) or not is_removable(op):
             return
         self.released |= resource_handles(op)
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 def erase_dead_ops(module: ModuleOp) -> int:

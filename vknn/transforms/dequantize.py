@@ -446,11 +446,11 @@ class ExpandIntegerOps(RewritePattern):
                 and _elem(user.results[0]) == f32
             ):
                 rewriter.replace_all_uses_with(user.results[0], y)
-                rewriter.erase_op(user)
+                rewriter.erase(user)
         if out.uses:
             rewriter.replace(op, [], [b.cast(y, _elem(out), "to_int")])
         else:
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
     @staticmethod
     def _centered(
@@ -650,9 +650,9 @@ class FoldQuantizePair(RewritePattern):
             return
         for dq in pairs:
             rewriter.replace_all_uses_with(dq.results[0], y)
-            rewriter.erase_op(dq)
+            rewriter.erase(dq)
         if not op.results[0].uses:
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 # ---------------------------------------------------------------------------

@@ -85,8 +85,8 @@ class FoldBatchNormIntoProducer(RewritePattern):
             properties=props,
             attributes=dict(prod.attributes),
         )
-        rewriter.replace_matched_op([cw, cb, new], [new.results[0]])
-        rewriter.erase_op(prod)
+        rewriter.replace(op, [cw, cb, new], [new.results[0]])
+        rewriter.erase(prod)
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ class LowerBatchNorm(RewritePattern):
         attrs = {NAME_ATTR: op.attributes[NAME_ATTR]} if NAME_ATTR in op.attributes else {}
         mul = _binary(vx.BinaryKind.MUL, x, ca.output, attrs)
         add = _binary(vx.BinaryKind.ADD, mul.output, cb.output, attrs)
-        rewriter.replace_matched_op([ca, cb, mul, add], [add.output])
+        rewriter.replace(op, [ca, cb, mul, add], [add.output])
 
 
 def _binary(kind: vx.BinaryKind, lhs: SSAValue, rhs: SSAValue, attrs: dict) -> vx.BinaryOp:

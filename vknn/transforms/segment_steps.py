@@ -47,7 +47,9 @@ OP_KEY = "__op"
 def constant_value(op: Operation) -> np.ndarray:
     from vknn.ir.constants import to_numpy
 
-    value = op.properties.get("value") or op.attributes.get("value")
+    value = op.properties.get("value")
+    if value is None:  # not `or`: an empty (0-element) constant is falsy
+        value = op.attributes.get("value")
     assert value is not None
     return np.asarray(to_numpy(value))
 

@@ -166,7 +166,7 @@ class ConvTransposeToSubpixel(RewritePattern):
         rewriter.replace(op, new_ops, [result])
         for c in old_constants:
             if isinstance(c, vx.ConstantOp) and not c.output.uses:
-                rewriter.erase_op(c)
+                rewriter.erase(c)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from onnx import helper
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NotImplementedByOrt
 
 import vknn
+from tests.unit.program_steps import cpu_steps
 
 OPSET = 19  # AveragePool/MaxPool dilations and LayerNormalization are all in by 19
 POOL_OPSET = 22
@@ -85,7 +86,7 @@ def _check(
     model = _model(op, inputs, attrs, initializers, opset)
     session = vknn.Session(model, vknn.Config(backends=("cpu",)))
     # The case must reach the vx kernels, not ONNX's reference implementation.
-    ops = [step.op for step in session.plan.steps]
+    ops = [step.op for step in cpu_steps(session)]
     assert all(o.startswith("vx.") for o in ops), ops
     got = session.run(inputs)["y"]
     assert got.dtype == expected.dtype, (got.dtype, expected.dtype)

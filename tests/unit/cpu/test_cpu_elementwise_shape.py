@@ -22,6 +22,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 import vknn
+from tests.unit.program_steps import cpu_steps
 from vknn.runtime.cpu.elementwise import fused_pointwise_kernel
 from vknn.runtime.plan import Step, TensorSpec
 
@@ -669,7 +670,7 @@ def test_fused_pointwise_through_the_compiler() -> None:
     del model.graph.output[:-1]  # only the end of the chain: one fused region
     pipeline = "infer-shapes,const-fold,convert-onnx-to-vx,fuse-pointwise"
     sess = vknn.Session(model, vknn.Config(backends=("cpu",), pipeline=pipeline))
-    assert any(s.op == "vx.fused_pointwise" for s in sess.plan.steps)
+    assert any(s.op == "vx.fused_pointwise" for s in cpu_steps(sess))
     got = sess.run({"x": x, "y": y})[model.graph.output[0].name]
     ref_sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     (ref,) = ref_sess.run(None, {"x": x, "y": y})

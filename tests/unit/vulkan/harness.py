@@ -56,6 +56,35 @@ def node(op: str, inputs: Sequence[str], outputs: Sequence[str], **attrs: Any) -
     return helper.make_node(op, list(inputs), list(outputs), **attrs)
 
 
+def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """onnxruntime's outputs of `model` (the reference of the dtype tests)."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, feeds), strict=True))
+
+
+def on_vulkan_vs_ort(
+    model: onnx.ModelProto, feeds: dict[str, np.ndarray], atol: float = 0.0, **config: Any
+) -> Any:
+    """Run `model` on Vulkan (no CPU fallback), compare every output with
+    onnxruntime (dtype, shape, then exactly or within `atol`; NaN where it
+    has NaN), check that every node ran on Vulkan; returns the session."""
+    sess = vk_session(model, **config)
+    got = sess.run(feeds)
+    for name, w in ort_run(model, feeds).items():
+        g = got[name]
+        assert g.dtype == w.dtype and g.shape == w.shape, (name, g.dtype, w.dtype, g.shape)
+        if atol:
+            np.testing.assert_allclose(g, w, rtol=0, atol=atol, err_msg=name)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=name)
+    off = {n: b for n, b in sess.node_backends().items() if b != "vulkan"}
+    assert not off, (off, sess.fallback_reasons())
+    return sess
+
+
 def cpu(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     sess = vknn.Session(model.SerializeToString(), vknn.Config(backends=("cpu",)))
     return sess.run(feeds)

@@ -1,28 +1,27 @@
-"""On-device autotuning (`Config.autotune`, vknn/runtime/vulkan/autotune.py):
-candidate sets (pure), every candidate config of conv and matmul/gemm steps
-computes the right numbers (each config recorded through a table entry, run
-on the device under the validation layer, compared with numpy / the CPU
-oracle), and whole sessions: `fast` fills the table and keeps the outputs, a
-pre-filled table measures nothing, `off` leaves the table empty."""
+"""On-device autotuning (`Config.autotune`, vknn/tuning.py): candidate sets
+(pure), every candidate config of conv and matmul/gemm ops computes the right
+numbers (each config given through the session's autotune table, so the
+compiler records it: asserted on the program's dispatch labels; run on the
+device under the validation layer, compared with numpy / the CPU oracle),
+tuning a module compiled for a staging target, and whole sessions: `fast`
+fills the table and keeps the outputs, a pre-filled table measures nothing,
+`off` leaves the table empty."""
 
 from __future__ import annotations
 
 import io
 import math
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.unit.vulkan.test_vk_conv_pool import (
-    RELU_ADD,
-    _body,
-    _epilogue,
-    check,
-    conv_step,
-    cpu_ref,
-)
+from tests.unit.vulkan import vkd_checks as V
+from tests.unit.vulkan.harness import check, cpu, graph, node
+from vknn import tuning as autotune
 from vknn.kernels import KERNELS, RecordContext, TuningSpace
 from vknn.kernels.conv import (
     BK,
@@ -31,19 +30,48 @@ from vknn.kernels.conv import (
     _geometry,
     split_cap,
 )
-from vknn.kernels.epilogues import EPILOGUE_ATTR, attach_epilogues
 from vknn.kernels.matmul import _tiles
+from vknn.kernels.targets import target
 from vknn.runtime.plan import Step, TensorSpec
-from vknn.runtime.vulkan import autotune
-from vknn.runtime.vulkan.caps import DeviceCaps
-from vknn.runtime.vulkan.pipeline import Pipelines
+from vknn.runtime.target import Target as DeviceCaps
 
 F32 = "float32"
 CAPS = {
-    "lavapipe": DeviceCaps.lavapipe_like(),
-    "h200": DeviceCaps.h200_like(),
+    "lavapipe": target("lavapipe"),
+    "h200": target("nvidia"),
     "minimum": DeviceCaps(),  # 128 invocations, 16 KiB shared memory
 }
+
+
+def _out_conv(x: tuple[int, ...], w: tuple[int, ...], s, p, d) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
+    n = len(x) - 2
+    return (
+        x[0],
+        w[0],
+        *(((x[2 + i] + p[i] + p[n + i] - d[i] * (w[2 + i] - 1) - 1) // s[i] + 1) for i in range(n)),
+    )
+
+
+def conv_step(
+    x: tuple[int, ...], w: tuple[int, ...], *, stride=1, pad=0, group=1
+) -> tuple[Step, dict[int, np.ndarray]]:  # type: ignore[no-untyped-def]
+    """A `vx.conv` step with bias (slots x 0, w 1, b 2 -> y 3) and its arrays."""
+    n = len(x) - 2
+    s = (stride,) * n if isinstance(stride, int) else tuple(stride)
+    p = (pad,) * (2 * n) if isinstance(pad, int) else tuple(pad)
+    d = (1,) * n
+    y = _out_conv(x, w, s, p, d)
+    step = Step(
+        "vx.conv", "conv", [0, 1, 2], [3], [TensorSpec("y", y, F32)],
+        {"strides": s, "pads": p, "dilations": d, "group": group},
+    )  # fmt: skip
+    rng = np.random.default_rng(sum(x) + sum(w) + group)
+    arrays = {
+        0: rng.standard_normal(x).astype(F32),
+        1: (rng.standard_normal(w) / np.sqrt(int(np.prod(w[1:])))).astype(F32),
+        2: (rng.standard_normal(w[0]) * 0.1).astype(F32),
+    }
+    return step, arrays
 
 
 def _specs(arrays: dict[int, np.ndarray]) -> dict[int, TensorSpec]:
@@ -188,7 +216,7 @@ def test_choose_ignores_invalid_table_entries() -> None:
     caps = CAPS["lavapipe"]
     step, arrays = conv_step((1, 16, 10, 10), (24, 16, 3, 3), pad=1)
     space = _space(step, caps, _specs(arrays))
-    ctx = RecordContext(caps, None, "fp32", tuning={space.key: {"algo": "gemm", "tx": 32}})  # type: ignore[arg-type]
+    ctx = RecordContext(caps, "fp32", tuning={space.key: {"algo": "gemm", "tx": 32}})
     assert space.choose(ctx) == space.default
     other = space.thorough[-1]
     ctx.tuning = {space.key: other}
@@ -239,154 +267,261 @@ def test_progress_bar_only_on_a_terminal() -> None:
 # ---------------------------------------------------------------------------
 
 
-def _run_with(
-    device, steps: list[Step], arrays: dict[int, np.ndarray], inputs: list[int], out: int,
-    table: dict, pipelines: Pipelines, precision: str = "high",
-):  # fmt: skip  # type: ignore[no-untyped-def]
-    """Run `steps` recorded with `table`'s configs (autotune on: an entry
-    valid here is used as it is, nothing is measured)."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
+def _device_target() -> DeviceCaps:
+    from vknn.runtime.target import from_caps
+    from vknn.runtime.vulkan.context import shared_device
 
-    feeds = {s: arrays[s] for s in inputs}
-    consts = {s: a for s, a in arrays.items() if s not in feeds}
-    with VulkanExecutor(
-        device, steps, _specs(feeds), [out], consts, precision=precision,
-        pipelines=pipelines, autotune="fast", autotune_table=table,
-    ) as ex:  # fmt: skip
-        assert ex.autotune_report is not None and ex.autotune_report.candidates == 0
-        labels = [label for _, label in ex.program.labels]
-        return ex.run(feeds)[out], labels
+    device, _, why = shared_device()
+    assert device is not None, why
+    return from_caps(device.caps)
 
 
-def _conv_cases(device):  # type: ignore[no-untyped-def]
-    """(steps, arrays, feeds, out): a 3x3 conv with bias, a grouped conv
-    (Mg = 4: direct by default, GEMM a candidate) and a conv with a fused
-    residual + ReLU epilogue (moved into the split-K sum when split)."""
-    plain = conv_step((1, 16, 10, 10), (24, 16, 3, 3), pad=1)
-    grouped = conv_step((1, 16, 9, 9), (16, 4, 3, 3), group=4, stride=(1, 2))
-    step, arrays = conv_step((1, 8, 9, 9), (16, 8, 3, 3), pad=1)
-    shape = step.out_specs[0].shape
-    rng = np.random.default_rng(9)
-    arrays[4] = rng.standard_normal(shape).astype(np.float32)
-    arrays[5] = rng.standard_normal((1, shape[1], 1, 1)).astype(np.float32)
-    epi = _epilogue([3, 4, 5], 6, shape, _body(RELU_ADD, 3))
-    for s in (step, epi):
-        s.backend = "vulkan"
-    merged = attach_epilogues([step, epi], _specs(arrays), device.caps)
-    assert len(merged) == 1 and EPILOGUE_ATTR in merged[0].attrs
+def _spaces(model: onnx.ModelProto, precision: str = "high") -> list[tuple[Step, TuningSpace]]:
+    """(step, tuning space) of each tunable op of the model as the session
+    on this device compiles it (after assign-storage, as `tune_module`)."""
+    from vknn.dialects import vkd
+    from vknn.transforms import segment_steps
+
+    caps = _device_target()
+    module = V.storage_module(model, caps, precision=precision, allow_cpu_fallback=False)
+    out = []
+    for seg in module.walk():
+        if isinstance(seg, vkd.SegmentOp) and seg.backend.data == "vulkan":
+            view = segment_steps.build(seg.body.block)
+            for st in view.steps:
+                v = st.attrs.get("vkd.variant")
+                space = autotune.tuning_space(
+                    st, caps, view.specs, v if isinstance(v, str) else "fp32"
+                )
+                if space is not None:
+                    out.append((st, space))
+    return out
+
+
+def _labels(sess: Any) -> list[str]:
+    from vknn.runtime.program import DispatchCmd
+
     return [
-        ([plain[0]], [plain[0]], plain[1], [0], 3),
-        ([grouped[0]], [grouped[0]], grouped[1], [0], 3),
-        ([step, epi], merged, arrays, [0, 4], 6),
+        c.label
+        for seg in sess.program.buckets[0].segments
+        for c in getattr(seg, "commands", ())
+        if isinstance(c, DispatchCmd)
     ]
 
 
-def _check_conv_candidates(device, mode: str) -> None:  # type: ignore[no-untyped-def]
-    pipelines = Pipelines(device)  # one per test: a pipeline compiles once
+def _run_with(
+    model: onnx.ModelProto, feeds: dict[str, np.ndarray], table: dict, precision: str = "high"
+) -> tuple[dict[str, np.ndarray], list[str]]:  # type: ignore[type-arg]
+    """Run `model` compiled with `table`'s configs (autotune on: an entry
+    valid here is used as it is, nothing is measured): (outputs, labels)."""
+    import vknn
+
+    cfg = vknn.Config(precision=precision, autotune="fast", allow_cpu_fallback=False,
+                      cache_file="off")  # fmt: skip
+    sess = vknn.Session(model, cfg, autotune_table=table)
+    report = sess.autotune_report
+    assert report is not None and report.candidates == 0 and report.reused == len(table)
+    return sess.run(feeds), _labels(sess)
+
+
+def _conv_model(
+    x: tuple[int, ...], w: tuple[int, ...], epilogue: bool = False, **kw: Any
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A conv with bias (`kw`: pads, strides, group as ONNX attributes);
+    `epilogue`: then a residual scaled per channel and a ReLU (merged into
+    the conv: moved into the split-K sum when split)."""
+    rng = np.random.default_rng(sum(x) + sum(w))
+    inits = {
+        "w": (rng.standard_normal(w) / np.sqrt(int(np.prod(w[1:])))).astype(F32),
+        "b": (rng.standard_normal(w[0]) * 0.1).astype(F32),
+    }
+    nodes = [node("Conv", ["x", "w", "b"], ["y" if not epilogue else "c"], **kw)]
+    inputs = {"x": (x, F32)}
+    feeds = {"x": rng.standard_normal(x).astype(F32)}
+    if epilogue:
+        y = _out_conv(x, w, kw.get("strides", (1, 1)), kw.get("pads", (0,) * 4), (1, 1))
+        inits["s"] = rng.standard_normal((1, w[0], 1, 1)).astype(F32)
+        inputs["r"] = (y, F32)
+        feeds["r"] = rng.standard_normal(y).astype(F32)
+        nodes += [
+            node("Mul", ["r", "s"], ["rs"]),
+            node("Add", ["c", "rs"], ["a"]),
+            node("Relu", ["a"], ["y"]),
+        ]
+    return graph(nodes, inputs, ["y"], inits), feeds
+
+
+def _conv_cases() -> list[tuple[onnx.ModelProto, dict[str, np.ndarray]]]:
+    """A 3x3 conv with bias, a grouped conv (Mg = 4: direct by default, GEMM
+    a candidate) and a conv with a fused residual + ReLU epilogue."""
+    return [
+        _conv_model((1, 16, 10, 10), (24, 16, 3, 3), pads=[1, 1, 1, 1]),
+        _conv_model((1, 16, 9, 9), (16, 4, 3, 3), group=4, strides=[1, 2]),
+        _conv_model((1, 8, 9, 9), (16, 8, 3, 3), epilogue=True, pads=[1, 1, 1, 1]),
+    ]
+
+
+def _check_conv_candidates(mode: str) -> None:
     kinds = set()
-    for ref_steps, steps, arrays, inputs, out in _conv_cases(device):
-        want = cpu_ref(ref_steps, arrays, out)
-        space = _space(steps[0], device.caps, _specs(arrays))
+    for i, (model, feeds) in enumerate(_conv_cases()):
+        want = cpu(model, feeds)["y"]
+        ((step, space),) = _spaces(model)
+        if i == 2:  # the epilogue is merged into the conv
+            module = V.lowered(model, _device_target(), allow_cpu_fallback=False)
+            assert {d.kind for d in V.dispatches(module)} == {"Conv"}
         assert len(space.candidates(mode)) > 1
         for cfg in space.candidates(mode):
-            got, labels = _run_with(device, steps, arrays, inputs, out, {space.key: cfg}, pipelines)
-            check(got, want, False)
+            got, labels = _run_with(model, feeds, {space.key: cfg})
+            check(got["y"], want, False)
             # The config was recorded, not the heuristic's.
             if cfg["algo"] == "direct":
                 assert any("Conv direct" in lb for lb in labels), (cfg, labels)
             elif cfg["splits"] > 1:
                 assert any(f"split-K x{cfg['splits']}" in lb for lb in labels), (cfg, labels)
             else:
-                assert any("Conv gemm" in lb and "split" not in lb for lb in labels)
+                assert any("Conv gemm" in lb and "split" not in lb for lb in labels), labels
             kinds.add((cfg["algo"], cfg.get("splits", 1) > 1))
     assert len(kinds) == 3, kinds  # direct, GEMM, split-K GEMM all ran
 
 
-def _matmul_cases() -> list[tuple[Step, list[np.ndarray], np.ndarray]]:
+def _matmul_cases() -> list[tuple[onnx.ModelProto, dict[str, np.ndarray], np.ndarray]]:
     rng = np.random.default_rng(3)
     # A batch of rows x a weight (batch folded into M), K = 96: splits 1, 2, 3.
     a, b = rng.standard_normal((2, 35, 96)), rng.standard_normal((96, 50)) / 10
     # Gemm, A and B transposed, C per column, alpha and beta.
     at, bt = rng.standard_normal((40, 70)), rng.standard_normal((65, 40))
     c = rng.standard_normal(65)
+    mm = graph([node("MatMul", ["a", "b"], ["y"])], {"a": (a.shape, F32)}, ["y"],
+               {"b": b.astype(F32)})  # fmt: skip
+    gemm = graph(
+        [node("Gemm", ["a", "b", "c"], ["y"], transA=1, transB=1, alpha=0.5, beta=2.0)],
+        {"a": (at.shape, F32)}, ["y"], {"b": bt.astype(F32), "c": c.astype(F32)},
+    )  # fmt: skip
     return [
-        (_mm_step(a.shape, b.shape), [a, b], a @ b),
-        (_gemm_step(70, 65, 40, True, True, (65,)), [at, bt, c], 0.5 * at.T @ bt.T + 2 * c),
+        (mm, {"a": a.astype(F32)}, a @ b),
+        (gemm, {"a": at.astype(F32)}, 0.5 * at.T @ bt.T + 2 * c),
     ]
 
 
-def _check_matmul_candidates(device, mode: str) -> None:  # type: ignore[no-untyped-def]
-    pipelines = Pipelines(device)
-    for step, ins, want in _matmul_cases():
-        arrays = {i: x.astype(np.float32) for i, x in enumerate(ins)}
-        space = _space(step, device.caps, _specs(arrays))
+def _check_matmul_candidates(mode: str) -> None:
+    for model, feeds, want in _matmul_cases():
+        ((_, space),) = _spaces(model)
         if mode == "thorough":
             assert len({(c["bm"], c["bn"]) for c in space.thorough}) == 9
         assert max(c["splits"] for c in space.candidates(mode)) > 1
         for cfg in space.candidates(mode):
-            got, labels = _run_with(
-                device, [step], arrays, [0], step.outputs[0], {space.key: cfg}, pipelines
-            )
-            check(got, want.astype(np.float32), False)
+            got, labels = _run_with(model, feeds, {space.key: cfg})
+            check(got["y"], want.astype(np.float32), False)
             split = any("split-K" in lb for lb in labels)
             assert split == (cfg["splits"] > 1), (cfg, labels)
 
 
-def test_fast_conv_candidates_are_correct(clean) -> None:  # type: ignore[no-untyped-def]
-    _check_conv_candidates(clean, "fast")
+def test_fast_conv_candidates_are_correct(session_device) -> None:  # type: ignore[no-untyped-def]
+    _check_conv_candidates("fast")
 
 
-def test_fast_matmul_candidates_are_correct(clean) -> None:  # type: ignore[no-untyped-def]
-    _check_matmul_candidates(clean, "fast")
+def test_fast_matmul_candidates_are_correct(session_device) -> None:  # type: ignore[no-untyped-def]
+    _check_matmul_candidates("fast")
 
 
 @pytest.mark.slow
-def test_every_conv_candidate_is_correct(clean) -> None:  # type: ignore[no-untyped-def]
+def test_every_conv_candidate_is_correct(session_device) -> None:  # type: ignore[no-untyped-def]
     """The whole thorough grid (a cold lavapipe compiles ~20 pipelines)."""
-    _check_conv_candidates(clean, "thorough")
+    _check_conv_candidates("thorough")
 
 
 @pytest.mark.slow
-def test_every_matmul_candidate_is_correct(clean) -> None:  # type: ignore[no-untyped-def]
+def test_every_matmul_candidate_is_correct(session_device) -> None:  # type: ignore[no-untyped-def]
     """The whole thorough grid: 9 tiles x split-K, MatMul and Gemm."""
-    _check_matmul_candidates(clean, "thorough")
+    _check_matmul_candidates("thorough")
 
 
 @pytest.mark.parametrize("kind", ["conv", "matmul"])
-def test_fast_candidates_in_fp16(clean, kind: str) -> None:  # type: ignore[no-untyped-def]
-    rng = np.random.default_rng(5)
+def test_fast_candidates_in_fp16(session_device, kind: str) -> None:  # type: ignore[no-untyped-def]
     if kind == "conv":
-        step, arrays = conv_step((1, 16, 10, 10), (24, 16, 3, 3), pad=1)
-        want, out = cpu_ref([step], arrays, 3), 3
+        model, feeds = _conv_cases()[0]
+        want = cpu(model, feeds)["y"]
     else:
+        rng = np.random.default_rng(5)
         a, b = rng.standard_normal((70, 96)), rng.standard_normal((96, 50)) / 10
-        step, arrays = _mm_step(a.shape, b.shape), {0: a.astype(F32), 1: b.astype(F32)}
-        want, out = a @ b, 2
-    variant = "fp16" if clean.caps.has_fp16_storage else "fp32"
-    space = _space(step, clean.caps, _specs(arrays), variant)
-    pipelines = Pipelines(clean)
+        model = graph([node("MatMul", ["a", "b"], ["y"])], {"a": (a.shape, F32)}, ["y"],
+                      {"b": b.astype(F32)})  # fmt: skip
+        feeds, want = {"a": a.astype(F32)}, a @ b
+    ((_, space),) = _spaces(model, "low")
+    fp16 = session_device.caps.has_fp16_storage
+    assert ("fp16" in space.key) == fp16, space.key
     for cfg in space.fast[:2]:  # the heuristic's and a split-K neighbour
-        table = {space.key: cfg}
-        got, _ = _run_with(clean, [step], arrays, [0], out, table, pipelines, precision="low")
-        check(got, want, True)
+        got, _ = _run_with(model, feeds, {space.key: cfg}, precision="low")
+        check(got["y"], want, True)
 
 
-def test_executor_tunes_through_staging(clean) -> None:  # type: ignore[no-untyped-def]
-    """A device without host-visible device memory: scratch tensors are
-    filled through staging copies; the tuned program is still right."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
+def test_split_k_measurement_orders_partials_and_sum(session_device) -> None:  # type: ignore[no-untyped-def]
+    """A split-K candidate is timed as partials, a barrier over the ranges
+    they wrote (a barrier listing none is an execution dependency only: the
+    sum could read partials not yet visible), then the sum."""
+    from vknn.runtime.program import BarrierCmd, DispatchCmd
+    from vknn.runtime.vulkan.context import shared_device
+    from vknn.runtime.vulkan.dtypes import storage_dtype
 
-    caps = clean.caps.with_(has_device_local_host_visible=False)
-    step, arrays = conv_step((1, 16, 10, 10), (24, 16, 3, 3), pad=1)
-    consts = {k: a for k, a in arrays.items() if k != 0}
-    table: dict = {}
-    with VulkanExecutor(
-        clean, [step], _specs({0: arrays[0]}), [3], consts, caps=caps, autotune="fast",
-        autotune_table=table,
-    ) as ex:  # fmt: skip
-        assert ex.staging and ex.autotune_report is not None
-        assert ex.autotune_report.kernels == 1 and len(table) == 1
-        check(ex.run({0: arrays[0]})[3], cpu_ref([step], arrays, 3), False)
+    device, pipelines, _ = shared_device()
+    caps = _device_target()
+    step = _mm_step((70, 96), (96, 50))
+    specs = {0: TensorSpec("a", (70, 96), F32), 1: TensorSpec("b", (96, 50), F32)}
+    space = _space(step, caps, specs)
+    cfg = next(c for c in space.fast if c["splits"] > 1)
+    scratch = autotune._Scratch(device, caps, seed=0)
+    try:
+        f32 = np.dtype(np.float32)
+        ins = [scratch.tensor(specs[i], storage_dtype(F32, f32)) for i in (0, 1)]
+        outs = [scratch.tensor(step.out_specs[0], storage_dtype(F32, f32))]
+        ctx = RecordContext(caps, "fp32", table=scratch.table, scratch=scratch.scratch, config=cfg)
+        ops = KERNELS[step.op].record(step, ctx, ins, outs)
+        commands, _, _ = autotune._commands(ops, pipelines, caps)
+        kinds = [type(c).__name__ for c in commands]
+        assert kinds == ["DispatchCmd", "BarrierCmd", "DispatchCmd"], kinds
+        part, barrier, _ = commands
+        assert isinstance(part, DispatchCmd) and isinstance(barrier, BarrierCmd)
+        written = {b for b, w in zip(part.bindings, ops[0].bindings, strict=True) if w.write}
+        assert written and set(barrier.buffers) == written
+        ns = autotune.time_dispatches(device, pipelines, caps, ops, 1, 2)
+        assert ns > 0
+    finally:
+        scratch.close()
+
+
+def test_tuning_through_staging(session_device) -> None:  # type: ignore[no-untyped-def]
+    """A target without host-visible device memory: the tuner fills its
+    scratch tensors through staging copies; the tuned program is still
+    right."""
+    from vknn.compiler import LoweringOptions, graph_pipeline, import_any, lower
+    from vknn.runtime.executable import Executable
+    from vknn.runtime.program import Program
+    from vknn.runtime.vulkan.context import shared_device
+    from vknn.serialize import module_to_program
+
+    staging = replace(_device_target(), memory="staging")
+    assert not staging.has_device_local_host_visible
+    model, feeds = _conv_cases()[0]
+    device, pipelines, _ = shared_device()
+    table: dict = {}  # type: ignore[type-arg]
+    reports = []
+
+    def tune(module: Any) -> None:
+        reports.append(autotune.tune_module(module, device, pipelines, "fast", table))
+
+    module = lower(graph_pipeline(import_any(model)), LoweringOptions(allow_cpu_fallback=False),
+                   staging, before_convert=tune)  # fmt: skip
+    ((report,),) = [reports]
+    assert report.kernels == 1 and len(table) == 1
+    program = Program.decode(module_to_program(module))
+    memories = {m for seg in program.buckets[0].segments for m, _ in getattr(seg, "arenas", ())}
+    assert "staging" in memories, memories
+    exe = Executable(program, device, pipelines)
+    try:
+        got = exe.run(0, feeds)
+    finally:
+        exe.close()
+    check(got["y"], cpu(model, feeds)["y"], False)
 
 
 # ---------------------------------------------------------------------------
@@ -438,11 +573,11 @@ def test_session_autotune(session_device, monkeypatch, capsys) -> None:  # type:
 
     off = vknn.Session(model)
     assert off.autotune_table == {}
-    assert calls == [] and autotune.session_report(off).kernels == 0
+    assert calls == [] and off.autotune_report is None
     want = off.run(feeds)["y"]
 
     tuned = vknn.Session(model, vknn.Config(autotune="fast"))
-    report = autotune.session_report(tuned)
+    report = tuned.autotune_report
     table = tuned.autotune_table
     # Three distinct keys: two conv geometries (the twin 1x1 convs share one)
     # and the MatMul; each measured once, over its fast candidates.
@@ -459,7 +594,7 @@ def test_session_autotune(session_device, monkeypatch, capsys) -> None:  # type:
     calls.clear()
     warm = vknn.Session(model, vknn.Config(autotune="fast"), autotune_table=dict(table))
     assert calls == [] and warm.autotune_table == table
-    assert autotune.session_report(warm).reused == 3
+    assert warm.autotune_report.reused == 3 and warm.autotune_report.kernels == 0
     np.testing.assert_allclose(warm.run(feeds)["y"], tuned.run(feeds)["y"], rtol=1e-6, atol=1e-6)
 
     # off ignores a given table and measures nothing.

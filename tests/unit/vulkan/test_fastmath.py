@@ -3,16 +3,18 @@
 The suite's device runs under the Khronos validation layer, and Debian's layer
 (1.3.239) predates VK_KHR_shader_float_controls2, so that device leaves the
 extension off and never runs a fast-math module. These tests therefore open
-a second device *without* validation (in-process for the executor, in a
-subprocess with VKNN_VALIDATION=0 for a whole `vknn.Session`), require
-float_controls2 there (lavapipe from Mesa 24.1 on has it; skipped with the
-reason otherwise), run matmul / conv / softmax / layernorm with fast math on
-and off, and check both against numpy and that the fast-math pipelines really
-were built from patched SPIR-V.
+a second device *without* validation (in-process: a program compiled for it
+and run by the runtime; in a subprocess with VKNN_VALIDATION=0: a whole
+`vknn.Session`), require float_controls2 there (lavapipe from Mesa 24.1 on
+has it; skipped with the reason otherwise), run matmul / conv / softmax /
+layernorm with fast math on and off, and check both against numpy, that
+exactly the fast-math kernels' SPIR-V is patched, and that the pipelines
+were built from those bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -21,10 +23,11 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
-from vknn.runtime import spirv as S
-from vknn.runtime.plan import Step, TensorSpec
+from tests.unit.vulkan.harness import graph, lowered, node, vk_session
+from vknn.kernels import spirv as S
 
 ROOT = Path(__file__).resolve().parents[3]
 F32 = "float32"
@@ -50,9 +53,10 @@ def raw_device():  # type: ignore[no-untyped-def]
     dev.close()
 
 
-def _steps() -> tuple[list[Step], dict[int, np.ndarray], dict[int, TensorSpec]]:
-    """conv 3x3 + bias -> flatten -> matmul -> layernorm -> softmax: every
-    arithmetic-heavy family whose results fast math could move."""
+def _model() -> tuple[onnx.ModelProto, dict[int, np.ndarray]]:
+    """conv 3x3 + bias -> flatten -> matmul -> layernorm -> softmax, every
+    intermediate an output: every arithmetic-heavy family whose results fast
+    math could move. Also the arrays by the numpy reference's slots."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal((1, 8, 12, 12)).astype(np.float32)
     w = (rng.standard_normal((16, 8, 3, 3)) / np.sqrt(72)).astype(np.float32)
@@ -60,24 +64,21 @@ def _steps() -> tuple[list[Step], dict[int, np.ndarray], dict[int, TensorSpec]]:
     wm = (rng.standard_normal((144, 96)) / 12).astype(np.float32)
     gamma = rng.standard_normal(96).astype(np.float32)
     beta = rng.standard_normal(96).astype(np.float32)
-    attrs = {"strides": (1, 1), "pads": (1, 1, 1, 1), "dilations": (1, 1), "group": 1}
-    steps = [
-        Step("vx.conv", "conv", [0, 1, 2], [3], [TensorSpec("c", (1, 16, 12, 12), F32)], attrs),
-        Step("vx.reshape", "flat", [3], [4], [TensorSpec("f", (16, 144), F32)], {}),
-        Step("vx.matmul", "mm", [4, 5], [6], [TensorSpec("m", (16, 96), F32)], {}),
-        Step(
-            "vx.layernorm",
-            "ln",
-            [6, 7, 8],
-            [9],
-            [TensorSpec("l", (16, 96), F32)],
-            {"axis": 1, "epsilon": 1e-5},
-        ),
-        Step("vx.softmax", "sm", [9], [10], [TensorSpec("s", (16, 96), F32)], {"axis": 1}),
+    nodes = [
+        node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        node("Reshape", ["c", "shape"], ["f"]),
+        node("MatMul", ["f", "wm"], ["m"]),
+        node("LayerNormalization", ["m", "gamma", "beta"], ["l"], axis=1, epsilon=1e-5),
+        node("Softmax", ["l"], ["s"], axis=1),
     ]
-    arrays = {0: x, 1: w, 2: b, 5: wm, 7: gamma, 8: beta}
-    specs = {0: TensorSpec("x", x.shape, F32)}
-    return steps, arrays, specs
+    inits = {"w": w, "b": b, "wm": wm, "gamma": gamma, "beta": beta,
+             "shape": np.array([16, 144], np.int64)}  # fmt: skip
+    model = graph(nodes, {"x": (x.shape, F32)}, list(OUTPUTS.values()), inits)
+    return model, {0: x, 1: w, 2: b, 5: wm, 7: gamma, 8: beta}
+
+
+OUTPUTS = {3: "c", 6: "m", 9: "l", 10: "s"}
+"""Reference slot -> model output."""
 
 
 def _numpy_reference(arrays: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
@@ -97,16 +98,27 @@ def _numpy_reference(arrays: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
 
 
 def _run(device, fastmath: bool, precision: str):  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
+    """Compile for exactly this device (fastmath on/off), run the program on
+    it: (outputs by reference slot, the program, the pipelines built)."""
+    from vknn.runtime.executable import Executable
+    from vknn.runtime.program import Program
+    from vknn.runtime.target import from_caps
+    from vknn.runtime.vulkan.pipeline import Pipelines
+    from vknn.serialize import module_to_program
 
-    steps, arrays, specs = _steps()
-    consts = {k: v for k, v in arrays.items() if k not in specs}
-    with VulkanExecutor(
-        device, steps, specs, [3, 6, 9, 10], consts, precision=precision, fastmath=fastmath
-    ) as ex:
-        out = ex.run({0: arrays[0]})
-        modules = {p.key: p.spirv for p in ex.pipelines.all()}
-    return out, modules, _numpy_reference(arrays)
+    model, arrays = _model()
+    module = lowered(
+        model, from_caps(device.caps), precision=precision, fastmath="on" if fastmath else "off"
+    )
+    program = Program.decode(module_to_program(module))
+    pipelines = Pipelines(device)
+    exe = Executable(program, device, pipelines)
+    try:
+        got = exe.run(0, {"x": arrays[0]})
+    finally:
+        exe.close()
+    out = {slot: got[name] for slot, name in OUTPUTS.items()}
+    return out, program, pipelines, _numpy_reference(arrays)
 
 
 def _check(got: np.ndarray, want: np.ndarray, fp16: bool, what: str) -> None:
@@ -133,48 +145,48 @@ def test_fastmath_kernels_match_numpy(raw_device, precision: str) -> None:  # ty
     fp16 = precision == "low" and raw_device.caps.has_fp16_storage
     results = {}
     for fastmath in (False, True):
-        out, modules, ref = _run(raw_device, fastmath, precision)
+        out, program, pipelines, ref = _run(raw_device, fastmath, precision)
         for slot, want in ref.items():
             _check(out[slot], want, fp16, f"slot {slot}, fastmath={fastmath}, {precision}")
         results[fastmath] = out
-        arith = {k: v for k, v in modules.items() if k.shader != "copy"}
-        assert arith, "no arithmetic pipeline was built"
-        for key, spirv in arith.items():
-            assert key.fastmath is fastmath
-            # Patched exactly when asked (and what was patched is what the
-            # driver got: `spirv` is the bytes given to vkCreateShaderModule).
-            assert _has_fastmath(spirv) is fastmath, key
-        families = {k.shader.split("@")[0] for k in arith}
+        arith = [k for k in program.kernels if k.shader != "copy"]
+        assert arith, "no arithmetic kernel was compiled"
+        for k in arith:
+            # Patched exactly when asked.
+            assert _has_fastmath(k.spirv) is fastmath, k.name
+        # What was patched is what the driver got: the pipelines were built
+        # from the program's bytes.
+        built = {p.key.spirv_hash for p in pipelines.all()}
+        assert built == {hashlib.sha256(k.spirv).digest() for k in program.kernels}
+        families = {k.shader for k in arith}
         assert {"matmul", "softmax", "layernorm"} <= families, families
         assert any(f.startswith("conv") for f in families), families
     # Both runs agree with each other as closely as with numpy.
-    for slot in (3, 6, 9, 10):
+    for slot in OUTPUTS:
         _check(results[True][slot], results[False][slot].astype(np.float64), fp16, f"on/off {slot}")
 
 
-def test_fastmath_request_is_ignored_without_float_controls2(clean) -> None:  # type: ignore[no-untyped-def]
+def test_fastmath_request_is_ignored_without_float_controls2(session_device) -> None:  # type: ignore[no-untyped-def]
     """The validated test device (float_controls2 left off under an old layer)
-    builds unpatched modules for a fastmath request, with no layer message."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
-    steps, arrays, specs = _steps()
-    consts = {k: v for k, v in arrays.items() if k not in specs}
-    with VulkanExecutor(clean, steps, specs, [10], consts, fastmath=True) as ex:
-        out = ex.run({0: arrays[0]})
-        spirvs = [p.spirv for p in ex.pipelines.all()]
-    _check(out[10], _numpy_reference(arrays)[10], False, "softmax")
-    assert all(_has_fastmath(s) is clean.caps.has_float_controls2 for s in spirvs)
+    runs unpatched modules for a fastmath request, with no layer message."""
+    model, arrays = _model()
+    sess = vk_session(model, fastmath="on", cache_file="off")
+    out = sess.run({"x": arrays[0]})
+    _check(out["s"], _numpy_reference(arrays)[10], False, "softmax")
+    spirvs = [k.spirv for k in sess.program.kernels]
+    assert spirvs
+    assert all(_has_fastmath(s) is session_device.caps.has_float_controls2 for s in spirvs)
 
 
 SESSION_SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import hashlib, json, sys
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     import vknn
-    from vknn.runtime import spirv as S
+    from vknn.kernels import spirv as S
     from vknn.runtime.vulkan.context import shared_device
 
     rng = np.random.default_rng(3)
@@ -197,21 +209,24 @@ SESSION_SCRIPT = textwrap.dedent(
     e = np.exp(a - a.max(-1, keepdims=True))
     want = e / e.sum(-1, keepdims=True)
     out = {}
+    keys = []
+    built = set()
     for mode in ("off", "on"):
-        sess = vknn.Session(model, vknn.Config(fastmath=mode))
+        sess = vknn.Session(model, vknn.Config(fastmath=mode, cache_file="off"))
         got = sess.run({"x": x})["y"]
         out[mode] = {
             "err": float(np.max(np.abs(got - want))),
             "backends": sorted(set(sess.node_backends().values())),
         }
+        for k in sess.program.kernels:
+            caps = S.capabilities(S.parse(S.words_of(k.spirv))[1])
+            keys.append((mode == "on", k.shader, S.CAP_FLOAT_CONTROLS2 in caps))
+            built.add(hashlib.sha256(k.spirv).hexdigest())
         sess.close()
     dev, pipes, why = shared_device()
-    keys = [(p.key.fastmath, p.key.shader) for p in pipes.all()]
-    patched = [
-        p.key.fastmath
-        for p in pipes.all()
-        if S.CAP_FLOAT_CONTROLS2 in S.capabilities(S.parse(S.words_of(p.spirv))[1])
-    ]
+    # Every kernel's bytes are what a pipeline was built from.
+    patched = [p for _, _, p in keys]
+    driver = {p.key.spirv_hash.hex() for p in pipes.all()}
     print(json.dumps({
         "fc2": dev.caps.has_float_controls2,
         "validation": dev.validation,
@@ -219,6 +234,7 @@ SESSION_SCRIPT = textwrap.dedent(
         "runs": out,
         "keys": keys,
         "patched": patched,
+        "built": built <= driver,
     }))
     """
 )
@@ -245,13 +261,13 @@ def test_session_fastmath_on_a_real_driver() -> None:
     for mode, run in r["runs"].items():
         assert run["backends"] == ["vulkan"], (mode, run)
         assert run["err"] <= 1e-5, (mode, run)
-    modes = {fm for fm, _ in r["keys"]}
+    assert r["built"], "a kernel's SPIR-V is not what a pipeline was built from"
+    modes = {on for on, _, _ in r["keys"]}
     assert modes == {False, True}, r["keys"]
-    # Patched pipelines are exactly the "on" session's, matmul and softmax
+    # Patched kernels are exactly the "on" session's, matmul and softmax
     # among them.
-    assert r["patched"] and all(r["patched"]), r
-    assert len(r["patched"]) == sum(fm for fm, _ in r["keys"]), r
-    on_shaders = {s.split("@")[0] for fm, s in r["keys"] if fm}
+    assert all(patched == on for on, _, patched in r["keys"]), r["keys"]
+    on_shaders = {s for on, s, _ in r["keys"] if on}
     assert {"matmul", "softmax"} <= on_shaders, on_shaders
 
 

@@ -1,5 +1,7 @@
-"""NC4HW4 device storage (`vknn/runtime/vulkan/layouts.py`): which steps run
-packed, that packed tensors really are [N, C/4, H, W, 4] in device memory,
+"""NC4HW4 device storage (`assign-storage` with `vknn/kernels/layouts.py`):
+which ops run packed and where conversions go (read off the compiled `vkd`
+module, `vkd_checks`), that packed tensors really are [N, C/4, H, W, 4] in
+device memory,
 and that every packed kernel (conv GEMM / direct / split-K, pools, elementwise,
 channel concat) and every boundary (segment inputs and outputs, reshapes of
 packed tensors, flat-only kernels, broadcast epilogues, fp16 storage) gives
@@ -16,10 +18,10 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as oh
 from onnx import numpy_helper as nh
-from vknn.runtime.vulkan.executor import VulkanExecutor
 
 import vknn
 from tests.unit.models import cosine_and_error
+from tests.unit.vulkan import vkd_checks as V
 from vknn.kernels.layouts import pack, packed_numel, plan_layouts, unpack
 from vknn.runtime.plan import Step, TensorSpec
 
@@ -49,21 +51,23 @@ def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarra
     return sess.run(None, feeds)  # type: ignore[no-any-return]
 
 
-def _executors(sess: vknn.Session) -> list[VulkanExecutor]:
-    return list(sess._bucket.executors.values())  # type: ignore[union-attr]
+def _packed(module) -> list[V.Dispatch]:  # type: ignore[no-untyped-def]
+    """The dispatches that run packed (conversions aside)."""
+    return [d for d in V.dispatches(module) if d.packed and not d.is_convert]
 
 
-def _run_both(model: onnx.ModelProto, feeds, precision: str = "high"):  # type: ignore[no-untyped-def]
-    """Outputs and executors with NC4HW4 and with flat storage, checked
-    against onnxruntime; returns the packed session's executors."""
+def _run_both(model: onnx.ModelProto, feeds, device, precision: str = "high"):  # type: ignore[no-untyped-def]
+    """Outputs with NC4HW4 and with flat storage, checked against
+    onnxruntime; the flat module has no packed tensor. Returns the packed
+    session's compiled module (for this device)."""
     ref = _ort(model, feeds)
     got = {}
-    execs = {}
     for layout in ("nc4hw4", "flat"):
-        cfg = vknn.Config(precision=precision, device_layout=layout, allow_cpu_fallback=False)
+        cfg = vknn.Config(
+            precision=precision, device_layout=layout, allow_cpu_fallback=False, cache_file="off"
+        )
         sess = vknn.Session(model, cfg)
         got[layout] = list(sess.run(feeds).values())
-        execs[layout] = _executors(sess)
     for layout, outs in got.items():
         for r, o in zip(ref, outs, strict=True):
             cos, err, peak = cosine_and_error(r, o)
@@ -71,8 +75,9 @@ def _run_both(model: onnx.ModelProto, feeds, precision: str = "high"):  # type: 
                 assert cos >= 0.99999 and err <= 1e-3 * max(peak, 1e-6), (layout, cos, err)
             else:
                 assert cos >= 0.999 and np.isfinite(o).all(), (layout, cos)
-    assert all(ex.stats.packed == 0 for ex in execs["flat"])
-    return execs["nc4hw4"]
+    flat = V.device_module(model, device, precision=precision, device_layout="flat")
+    assert all(b.layout == "flat" for d in V.dispatches(flat) for b in d.bufs)
+    return V.device_module(model, device, precision=precision)
 
 
 # -- pure helpers -----------------------------------------------------------------
@@ -126,25 +131,50 @@ def test_plan_layouts() -> None:
 
 def test_packed_tensor_memory_is_nc4hw4(session_device) -> None:  # type: ignore[no-untyped-def]
     """conv1's result, read by conv2 only, is in device memory as
-    [N, C/4, H, W, 4] with C = 6 (a padded block)."""
+    [N, C/4, H, W, 4] with C = 6 (a padded block): the program's commands
+    up to conv1 are replayed and the range conv1 writes is read back."""
+    from dataclasses import replace
+
+    from vknn.runtime.executable import Executable
+    from vknn.runtime.program import DispatchCmd, Program, VulkanSegment
+    from vknn.runtime.target import from_caps
+    from vknn.runtime.vulkan.context import shared_device
+    from vknn.serialize import module_to_program
+
     w1, w2 = _w(6, 3, 3, 3), _w(5, 6, 1, 1)
     nodes = [
-        oh.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
-        oh.make_node("Conv", ["a", "w2"], ["y"]),
+        oh.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], name="conv1"),
+        oh.make_node("Conv", ["a", "w2"], ["y"], name="conv2"),
     ]
     model = _model(nodes, [("x", [1, 3, 7, 9])], ["y"], {"w1": w1, "w2": w2})
     x = RNG.standard_normal((1, 3, 7, 9)).astype(np.float32)
     prefix = _model(nodes[:1], [("x", [1, 3, 7, 9])], ["a"], {"w1": w1})
     (a_ref,) = _ort(prefix, {"x": x})
-    sess = vknn.Session(model, vknn.Config(allow_cpu_fallback=False))
-    (ex,) = _executors(sess)
-    sess.run({"x": x})
-    (a_slot,) = [s for s in ex.specs if ex.layout_of(s) == "nc4hw4"]
-    ref = ex.refs[a_slot]
-    assert ref.nbytes == 4 * packed_numel((1, 6, 7, 9))
-    if not ref.buffer.host_visible:
-        pytest.skip("arena not host-visible on this device")
-    raw = ref.buffer.read(ref.offset, ref.nbytes).view(np.float32)
+    module = V.lowered(model, from_caps(session_device.caps))
+    (conv1,) = [d for d in V.dispatches(module) if d.node == "conv1"]
+    ((out,),) = [conv1.writes]
+    assert (out.shape, out.layout, out.storage) == ((1, 6, 7, 9), "nc4hw4", "f32")
+    program = Program.decode(module_to_program(module))
+    (seg,) = program.buckets[0].segments
+    assert isinstance(seg, VulkanSegment)
+    cmds = list(seg.commands)
+    (i,) = [k for k, c in enumerate(cmds) if isinstance(c, DispatchCmd) and "conv1" in c.label]
+    wrote = cmds[i].bindings[-1]
+    assert wrote.size == 4 * packed_numel((1, 6, 7, 9))
+    # Stop after conv1 and its barrier (the host reads next).
+    cut = replace(seg, commands=tuple(cmds[: i + 2]))
+    program = replace(program, buckets=(replace(program.buckets[0], segments=(cut,)),))
+    device, pipelines, _ = shared_device()
+    exe = Executable(program, device, pipelines)
+    try:
+        exe.run(0, {"x": x})
+        (sc,) = exe._all[0].segments.values()
+        buf = sc.buffers[wrote.arena]
+        if not buf.host_visible:
+            pytest.skip("arena not host-visible on this device")
+        raw = buf.read(wrote.offset, wrote.size).view(np.float32)
+    finally:
+        exe.close()
     np.testing.assert_allclose(unpack(raw, (1, 6, 7, 9)), a_ref, rtol=1e-5, atol=1e-5)
 
 
@@ -193,15 +223,15 @@ def _cnn() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
 @pytest.mark.parametrize("precision", ["high", "low"])
 def test_cnn_graph_packed_vs_flat(session_device, precision: str) -> None:  # type: ignore[no-untyped-def]
     model, feeds = _cnn()
-    (ex,) = _run_both(model, feeds, precision)
-    assert ex.stats.packed >= 8
-    packed_ops = {st.op for i, st in enumerate(ex.steps) if ex.layouts.step_packed(i)}
-    assert {"vx.conv", "vx.pool", "vx.concat"} <= packed_ops
+    module = _run_both(model, feeds, session_device, precision)
+    packed = _packed(module)
+    assert len(packed) >= 8, [d.label for d in packed]
+    assert {"Conv", "MaxPool", "AveragePool", "Concat"} <= {d.kind for d in packed}
     # Packed k x k convs (not depthwise) read their weights as OHWI copies.
-    assert set(ex.layouts.const_forms.values()) == {"ohwi"}
-    assert len(ex.layouts.const_forms) >= 2
-    # Segment outputs are flat; the outputs of the broadcast add step flat.
-    assert all(ex.layout_of(s) == "flat" for s in ex.outputs)
+    transforms = [t for _, t, _ in V.weight_forms(module) if t]
+    assert set(transforms) == {"ohwi"} and len(transforms) >= 2
+    # Segment outputs are flat.
+    assert all(b.layout == "flat" for b in V.downloads(module))
 
 
 def test_split_k_conv_packed(session_device) -> None:  # type: ignore[no-untyped-def]
@@ -216,9 +246,12 @@ def test_split_k_conv_packed(session_device) -> None:  # type: ignore[no-untyped
     ]
     model = _model(nodes, [("x", [1, 512, 4, 4])], ["y"], {"w": w, "r": r})
     feeds = {"x": RNG.standard_normal((1, 512, 4, 4)).astype(np.float32)}
-    (ex,) = _run_both(model, feeds)
-    labels = [label for _, label in ex.program.labels]
-    assert any("split-K" in label for label in labels), labels
+    module = _run_both(model, feeds, session_device)
+    labels = [d.label for d in V.dispatches(module)]
+    (part,) = [d for d in V.dispatches(module) if "split-K x" in d.label] or [labels]
+    (total,) = [d for d in V.dispatches(module) if "split-K sum" in d.label] or [labels]
+    # The partials read the packed input; the sum writes the packed result.
+    assert part.reads[0].layout == "nc4hw4" and total.packed, labels
 
 
 def test_packed_output_of_reshape_and_segment(session_device) -> None:  # type: ignore[no-untyped-def]
@@ -234,16 +267,15 @@ def test_packed_output_of_reshape_and_segment(session_device) -> None:  # type: 
     inits = {"w": w, "s": np.array([1, 5, -1], np.int64)}
     model = _model(nodes, [("x", [1, 4, 6, 6])], ["y", "z", "c"], inits)
     feeds = {"x": RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)}
-    (ex,) = _run_both(model, feeds)
-    kinds = [c[2] for c in ex.conversion_list()]
+    module = _run_both(model, feeds, session_device)
+    kinds = [c.split()[0] for c in V.conversions(module)]
     assert "fp32->fp32/nc4hw4" in kinds and "fp32/nc4hw4->fp32" in kinds, kinds
 
 
 def test_disable_packing_keeps_everything_flat(session_device) -> None:  # type: ignore[no-untyped-def]
-    model, feeds = _cnn()
-    sess = vknn.Session(model, vknn.Config(device_layout="flat", allow_cpu_fallback=False))
-    (ex,) = _executors(sess)
-    assert ex.stats.packed == 0 and ex.conversion_list() == []
+    model, _ = _cnn()
+    module = V.device_module(model, session_device, device_layout="flat")
+    assert not _packed(module) and V.conversions(module) == []
     with pytest.raises(vknn.errors.InvalidArgument, match="device_layout"):
         vknn.Config(device_layout="nhwc")
 
@@ -266,8 +298,8 @@ def test_rank4_elementwise_between_flat_tensors_stays_flat(session_device) -> No
     )
     model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
     feeds = {k: RNG.standard_normal((1, 4, 16, 16)).astype(np.float32) for k in ("s", "m")}
-    (ex,) = _run_both(model, feeds)
-    assert ex.stats.packed == 0 and ex.conversion_list() == []
+    module = _run_both(model, feeds, session_device)
+    assert not _packed(module) and V.conversions(module) == []
 
 
 def _se_block(c: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
@@ -283,7 +315,7 @@ def _se_block(c: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         oh.make_node("Relu", ["s1"], ["rs"]),
         oh.make_node("Conv", ["rs", "w2"], ["s2"]),
         oh.make_node("Sigmoid", ["s2"], ["s"]),
-        oh.make_node("Mul", ["ra", "s"], ["m"]),
+        oh.make_node("Mul", ["ra", "s"], ["m"], name="mul"),
         oh.make_node("Conv", ["m", "w3"], ["y"]),
     ]
     model = _model(nodes, [("x", [1, 3, 12, 12])], ["y"], inits)
@@ -297,11 +329,15 @@ def test_squeeze_excite_stays_packed(session_device, precision: str) -> None:  #
     both layouts): only the model input and output are converted. C = 6: the Mul runs
     flat, with conversions, and the numbers still match."""
     model, feeds = _se_block(8)
-    (ex,) = _run_both(model, feeds, precision)
-    muls = [i for i, st in enumerate(ex.steps) if st.attrs.get("kind") == "mul"]
-    assert muls and all(ex.layouts.step_packed(i) for i in muls), [st.op for st in ex.steps]
-    boundary = {ex.specs[s].name for s in [*ex.input_specs, *ex.outputs]}
-    assert {c[1] for c in ex.conversion_list()} == boundary  # packing x, unpacking y
+    module = _run_both(model, feeds, session_device, precision)
+    ds = V.dispatches(module)
+    muls = [d for d in ds if "mul" in d.node.split(",")]
+    assert muls and all(d.packed for d in muls), [d.label for d in ds]
+    convs = [d for d in ds if d.is_convert]
+    # Packing x, unpacking y: one conversion each, nothing in between.
+    assert len(convs) == 2 and all(V.is_boundary_conversion(module, d) for d in convs), [
+        d.label for d in convs
+    ]
     model6, feeds6 = _se_block(6)
-    (ex6,) = _run_both(model6, feeds6, precision)
-    assert len(ex6.conversion_list()) > 1
+    module6 = _run_both(model6, feeds6, session_device, precision)
+    assert len(V.conversions(module6)) > 1

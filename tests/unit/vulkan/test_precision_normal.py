@@ -1,7 +1,10 @@
 """`precision="normal"` on the Vulkan backend: fp16 storage except the float
-tensors a named precision rule keeps in fp32 (`vulkan/precision_rules.py`),
-with storage conversions inserted by the executor where a step's shader
-variant differs from a tensor's storage. Validation layer on, zero messages.
+tensors a named precision rule keeps in fp32 (`kernels/precision_rules.py`),
+with storage conversions (`vkd.convert`) inserted by `assign-storage` where
+an op's shader variant differs from a tensor's storage. The decisions are
+read off the module after `assign-storage` and the final `vkd` module
+(`vkd_checks`); numerics run through `vknn.Session`. Validation layer on,
+zero messages.
 
 - which slots the rules keep, on a small transformer-like graph, a
   decomposed LayerNorm and the BERT-style encoder;
@@ -27,11 +30,13 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as oh
 from onnx import numpy_helper as nh
-from vknn.runtime.vulkan.executor import VulkanExecutor
 
 import vknn
 from tests.unit.models import cosine_and_error, model_inputs, torch_model
+from tests.unit.vulkan import vkd_checks as V
+from tests.unit.vulkan.harness import run_for_target
 from vknn.kernels.precision_rules import DEFAULT_RULES, RULES, fp32_slots, plan_mixed
+from vknn.transforms.assign_storage import GPU_CONVERT_MIN_ELEMENTS
 
 F = TensorProto.FLOAT
 
@@ -54,13 +59,33 @@ def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.n
     return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
 
 
-def _executor(sess: vknn.Session) -> VulkanExecutor:
-    (ex,) = sess._bucket.executors.values()  # type: ignore[union-attr]
-    return ex  # type: ignore[no-any-return]
-
-
 def _session(model: onnx.ModelProto, precision: str, **kw) -> vknn.Session:  # type: ignore[no-untyped-def]
-    return vknn.Session(model, vknn.Config(precision=precision, allow_cpu_fallback=False, **kw))
+    cfg = vknn.Config(precision=precision, allow_cpu_fallback=False, cache_file="off", **kw)
+    return vknn.Session(model, cfg)
+
+
+def _target():  # type: ignore[no-untyped-def]
+    """The test device's own target (what its sessions compile for)."""
+    from vknn.runtime.target import from_caps
+    from vknn.runtime.vulkan.context import shared_device
+
+    device, _, why = shared_device()
+    assert device is not None, why
+    return from_caps(device.caps)
+
+
+def _storage(model: onnx.ModelProto, precision: str, **kw):  # type: ignore[no-untyped-def]
+    """The device's module after assign-storage."""
+    return V.storage_module(model, _target(), precision=precision, **kw)
+
+
+def _final(model: onnx.ModelProto, precision: str, **kw):  # type: ignore[no-untyped-def]
+    """The device's final vkd module (what its session runs)."""
+    return V.lowered(model, _target(), precision=precision, **kw)
+
+
+def _conversions(model: onnx.ModelProto, precision: str, **kw) -> list[str]:
+    return V.conversions(_final(model, precision, **kw))
 
 
 def tiny_transformer(seq: int = 16, d: int = 32) -> onnx.ModelProto:
@@ -101,10 +126,6 @@ def tiny_transformer(seq: int = 16, d: int = 32) -> onnx.ModelProto:
     ]
     # probs is an output too, so fuse-attention leaves the softmax a step.
     return _model(nodes, [("x", [1, seq, d]), ("z", [1, seq, d])], ["y", "aux", "probs"], inits)
-
-
-def _names(ex: VulkanExecutor, slots: object) -> set[str]:
-    return {ex.specs[s].name for s in slots}  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------
@@ -153,59 +174,71 @@ def test_plan_mixed_pure() -> None:
     assert mixed.const_copies == {1: []}
 
 
+def _kept_operand(v, rules: dict) -> bool:  # type: ignore[no-untyped-def]
+    """A tensor a rule keeps in fp32: its producer's result has a rule, or
+    it is a segment input the segment stores fp32 (`rules`: input forms)."""
+    op = V.producer(v)
+    if op is None:
+        from vknn.transforms.segment_steps import value_name
+
+        return rules.get(value_name(v), "").startswith("f32")
+    return bool(op.attributes.get("vkd.fp32_rules"))
+
+
 def test_rules_on_tiny_transformer(session_device) -> None:  # type: ignore[no-untyped-def]
-    ex = _executor(_session(tiny_transformer(), "normal"))
-    by_rule = {r: _names(ex, (s for s, w in ex.fp32_reasons.items() if r in w)) for r in RULES}
-    norms = [st for st in ex.steps if st.op == "vx.layernorm"]
-    (soft,) = [st for st in ex.steps if st.op == "vx.softmax"]
-    assert len(norms) == 2
-    assert by_rule["layernorm_io"] == _names(
-        ex, [s for st in norms for s in (st.inputs[0], st.outputs[0])]
-    )
-    assert "x" in by_rule["layernorm_io"]
+    module = _storage(tiny_transformer(), "normal")
+    ops = V.placed(module)
+    by_rule = {r: {p.nodes[-1] for p in ops if r in p.rules} for r in RULES}
+    # Both LayerNorms' outputs, and the second one's input (computed by the
+    # MatMul whose epilogue adds the residual and the gate).
+    assert by_rule["layernorm_io"] == {"LayerNormalization_0", "LayerNormalization_13", "Add_12"}
+    # Its first input, x, a segment input: stored fp32.
+    args = V.arg_storage(module)
+    assert args["x"] == "f32:flat"
     # The scale Mul is the epilogue of the scores MatMul: its output is the
     # softmax's input.
-    assert by_rule["softmax_io"] == {"Mul_7:0", "Softmax_8:0"}
+    assert by_rule["softmax_io"] == {"Mul_7", "Softmax_8"}
     assert by_rule["sum_out"] == set()
-    for s in ex.fp32_reasons:
-        assert ex.float_storage(s) == "float32"
-    # Every step touching a kept tensor runs fp32; the others fp16.
-    for i, step in enumerate(ex.steps):
-        touches = any(s in ex.fp32_reasons for s in [*step.inputs, *step.outputs])
-        assert ex.variants[i] == ("fp32" if touches else "fp16"), step.node
-    # z is read by the fp16 `aux` Mul and by the fp32 step computing the
-    # second LayerNorm's input (its sigmoid is in that step's epilogue):
+    for p in ops:
+        if p.kept:
+            assert all(f.startswith("f32") for f in p.storage), p.nodes
+    # Every op touching a kept tensor runs fp32; the others fp16.
+    for p in ops:
+        touches = p.kept or any(_kept_operand(v, args) for v in p.op.operands)
+        assert p.variant == ("fp32" if touches else "fp16"), p.nodes
+    # An fp32 result no rule keeps: only fp32 ops touch it (K, V).
+    assert any(not p.kept and p.storage == ("f32:flat",) for p in ops)
+    # z is read by the fp16 `aux` Mul and by the fp32 op computing the
+    # second LayerNorm's input (its sigmoid is in that op's epilogue):
     # stored fp16, converted for the latter.
-    z = next(slot for spec, slot in _plan_inputs(ex) if spec == "z")
-    assert ex.float_storage(z) == "float16"
-    res = next(st for st in ex.steps if norms[1].inputs[0] in st.outputs)
-    assert (res.node, "z", "fp16->fp32") in ex.conversion_list()
-    assert ex.stats.conversions == len(ex.conversion_list())
-    reasons = ex.fp32_tensors()
-    assert reasons["Softmax_8:0"] == "softmax_io"
-    assert "fp32 steps only" in reasons.values()  # e.g. V: fp32 producer and reader
-    assert all(not n.startswith("const") for n in reasons)
-
-
-def _plan_inputs(ex: VulkanExecutor) -> list[tuple[str, int]]:
-    return [(spec.name, slot) for slot, spec in ex.input_specs.items()]
+    assert args["z"] == "f16:flat"
+    ((name, src, dst, conv),) = V.converts(module)
+    assert (name, src, dst) == ("z", "f16:flat", "f32:flat")
+    assert any("Add_12" in p.nodes and conv.result in p.op.operands for p in ops)
+    # The final module: one conversion dispatch per vkd.convert; beta has
+    # an fp32 copy (the LayerNorms) and an fp16 one (aux).
+    final = _final(tiny_transformer(), "normal")
+    assert V.conversions(final) == ["fp16->fp32 z"]
+    # (A handle parsed again in one process gets a suffix: "beta_1".)
+    beta = {st for w, _, st in V.weight_forms(final) if w.split("_")[0] == "beta"}
+    assert beta == {"f32", "f16"}
 
 
 def test_low_and_high_unchanged(session_device) -> None:  # type: ignore[no-untyped-def]
     model = tiny_transformer()
-    ex = {p: _executor(_session(model, p)) for p in ("high", "low", "normal")}
+    final = {p: _final(model, p) for p in ("high", "low", "normal")}
     for p in ("high", "low"):
-        assert ex[p].stats.conversions == 0 and ex[p].conversion_list() == []
-        assert ex[p].fp32_reasons == {} and ex[p].fp32_tensors() == {}
-        assert set(ex[p].variants) == {"fp32" if p == "high" else "fp16"}
-        want = "float32" if p == "high" else "float16"
-        assert {ex[p].float_storage(s) for s in ex[p].specs} == {want}
-    assert ex["low"].stats.dispatches == ex["high"].stats.dispatches
+        module = _storage(model, p)
+        assert V.converts(module) == [] and V.conversions(final[p]) == []
+        assert all(not op.rules for op in V.placed(module))
+        assert {op.variant for op in V.placed(module)} == {"fp32" if p == "high" else "fp16"}
+        want = "f32" if p == "high" else "f16"
+        assert {b.storage for d in V.dispatches(final[p]) for b in d.bufs} == {want}
+    count = {p: len(V.dispatches(m)) for p, m in final.items()}
+    assert count["low"] == count["high"]
     # normal: the same kernels plus one dispatch per conversion.
-    assert ex["normal"].stats.conversions >= 1
-    assert (
-        ex["normal"].stats.dispatches == ex["low"].stats.dispatches + ex["normal"].stats.conversions
-    )
+    n_conv = len(V.conversions(final["normal"]))
+    assert n_conv >= 1 and count["normal"] == count["low"] + n_conv
 
 
 def test_tiny_transformer_numerics(session_device) -> None:  # type: ignore[no-untyped-def]
@@ -228,31 +261,20 @@ def test_tiny_transformer_numerics(session_device) -> None:  # type: ignore[no-u
 
 
 def test_staging_path_matches(session_device) -> None:  # type: ignore[no-untyped-def]
-    """The staged (device-local arena) executor converts the same way."""
-    model = tiny_transformer()
-    sess = _session(model, "normal")
-    feeds = model_inputs(model, {})
-    want = sess.run(feeds)
-    plan = sess.plan
-    (seg,) = sess.segments
-    from vknn.runtime.partition import slot_specs
+    """Compiled for a device without host-visible device memory (staging
+    copies): the same conversions, the same numbers."""
+    from dataclasses import replace
 
-    specs = slot_specs(plan)
-    inputs = {slot: feeds[spec.name] for spec, slot in plan.inputs}
-    consts = {s: plan.constants[s] for st in seg.steps for s in st.inputs if s in plan.constants}
-    with VulkanExecutor(
-        session_device,
-        seg.steps,
-        {s: specs[s] for s in seg.inputs},
-        seg.outputs,
-        consts,
-        precision="normal",
-        staging=True,
-    ) as ex:
-        assert ex.stats.conversions == _executor(sess).stats.conversions
-        got = ex.run(inputs)
-    for spec, slot in plan.outputs:
-        np.testing.assert_array_equal(got[slot], want[spec.name])
+    model = tiny_transformer()
+    feeds = model_inputs(model, {})
+    want = _session(model, "normal").run(feeds)
+    staging = replace(_target(), memory="staging")
+    got, program = run_for_target(model, staging, feeds, precision="normal")
+    kernels = [program.kernels[c.kernel] for s in program.buckets[0].segments
+               for c in getattr(s, "commands", ()) if hasattr(c, "kernel")]  # fmt: skip
+    assert sum(k.shader == "convert_storage" for k in kernels) == len(_conversions(model, "normal"))
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value)
 
 
 # ---------------------------------------------------------------------------
@@ -285,8 +307,8 @@ def test_softmax_logits_past_fp16_range(session_device) -> None:  # type: ignore
     want = e / e.sum(-1, keepdims=True)
 
     normal = _session(model, "normal")
-    ex = _executor(normal)
-    assert ex.stats.conversions == 1  # the Add's fp16 result, into the fp32 MatMul
+    # The Add's fp16 result, into the fp32 MatMul.
+    assert [c.split()[0] for c in _conversions(model, "normal")] == ["fp16->fp32"]
     got = normal.run({"x": x})["p"]
     np.testing.assert_allclose(got, want, atol=1e-6)
     low = _session(model, "low").run({"x": x})["p"]
@@ -319,14 +341,20 @@ def test_decomposed_layernorm(session_device) -> None:  # type: ignore[no-untype
     destroys the deviations; normal keeps them."""
     model = decomposed_layernorm()
     sess = _session(model, "normal")
-    ex = _executor(sess)
-    kept = ex.fp32_reasons
-    assert {w for why in kept.values() for w in why} == {"layernorm_io"}
-    assert len(_names(ex, kept)) == 7  # x, mean, x - mean, its square, var, std, y
-    assert "x" in _names(ex, kept)
-    for i, st in enumerate(ex.steps):
-        assert ex.variants[i] == ("fp16" if "Relu" in st.node else "fp32"), st.node
-    assert ex.stats.conversions == 1
+    module = _storage(model, "normal")
+    ops = V.placed(module)
+    assert {r for p in ops for r in p.rules} == {"layernorm_io"}
+    # x, mean, x - mean and its square, std (var + eps and the sqrt are the
+    # variance reduction's epilogue) and y: x an fp32 input, 5 kept results.
+    assert V.arg_storage(module)["x"] == "f32:flat"
+    assert sum(len(p.rules) for p in ops) == 5
+    for p in ops:
+        assert p.variant == ("fp16" if "Relu_8" in p.nodes else "fp32"), p.nodes
+    # The transpose's fp32 result converted for the fp16 Relu.
+    assert [(n, a, b) for n, a, b, _ in V.converts(module)] == [
+        ("Transpose_7", "f32:flat", "f16:flat")
+    ]
+    assert len(_conversions(model, "normal")) == 1
 
     rng = np.random.default_rng(5)
     x = (1000 + 0.05 * rng.standard_normal((2, 8, 64))).astype(np.float32)
@@ -339,7 +367,8 @@ def test_decomposed_layernorm(session_device) -> None:  # type: ignore[no-untype
 
 def test_concat_of_mixed_storage(session_device) -> None:  # type: ignore[no-untyped-def]
     """A batch-1 channel concat of an fp32 softmax result and an fp16 tensor:
-    not placed in place across storages, converted instead."""
+    the concat is stored in one width (fp32); the softmax writes its part in
+    place and the fp16 part is converted into its place."""
     model = _model(
         [
             oh.make_node("Softmax", ["a"], ["p"], axis=1),
@@ -353,8 +382,12 @@ def test_concat_of_mixed_storage(session_device) -> None:  # type: ignore[no-unt
     feeds = model_inputs(model, {})
     ref = _ort(model, feeds)["y"]
     sess = _session(model, "normal")
-    ex = _executor(sess)
-    assert ex.stats.conversions >= 1
+    final = _final(model, "normal")
+    assert "fp16->fp32 Relu_1:0" in V.conversions(final)
+    parts = [d for d in V.dispatches(final) if d.node == "Softmax_0" or "Relu_1:0" in d.label]
+    into = [b for d in parts for b in d.writes]
+    assert len(into) == 2 and len({V.root(b.value) for b in into}) == 1, into
+    assert {(b.shape, b.storage) for b in into} == {((1, 16, 4, 4), "f32")}
     np.testing.assert_allclose(sess.run(feeds)["y"], ref, atol=2e-3)
 
 
@@ -384,9 +417,10 @@ def test_split_k_with_epilogue_into_softmax(session_device, kind: str) -> None: 
     model = _model(nodes, [("x", shape)], ["y"], [nh.from_array(w, "w"), nh.from_array(b, "b")])
     feeds = model_inputs(model, {})
     sess = _session(model, "normal")
-    ex = _executor(sess)
-    (prod,) = [i for i, st in enumerate(ex.steps) if st.op in ("vx.matmul", "vx.conv")]
-    assert ex.variants[prod] == "fp32"
+    (prod,) = [
+        p for p in V.placed(_storage(model, "normal")) if {"MatMul_1", "Conv_1"} & set(p.nodes)
+    ]
+    assert prod.variant == "fp32"
     # x (>= GPU_CONVERT_MIN_ELEMENTS) is converted on the device for the fp16
     # Relu; r is converted for the fp32 product. The conv case runs NC4HW4
     # (the Relu before it reads a flat input, so it stays flat): r is packed
@@ -394,10 +428,15 @@ def test_split_k_with_epilogue_into_softmax(session_device, kind: str) -> None: 
     want = ["fp32->fp16", "fp16->fp32"]
     if kind == "conv":
         want = ["fp32->fp16", "fp16->fp32/nc4hw4", "fp32/nc4hw4->fp32"]
-    assert [c[2] for c in ex.conversion_list()] == want
-    assert ex.conversion_list()[0][1] == "x"
+    final = _final(model, "normal")
+    convs = V.conversions(final)
+    assert [c.split()[0] for c in convs] == want
+    assert convs[0].split()[1] == "x"
+    # The whole merged op (partials, sum pass, epilogue) runs fp32.
+    product = [d for d in V.dispatches(final) if d.kind in ("MatMul", "Conv")]
+    assert product and all(d.variant == "fp32" for d in product)
     if kind == "conv":
-        assert any("split-K" in label for _, label in ex.program.labels)
+        assert any("split-K" in d.label for d in product)
     got = sess.run(feeds)["y"]
     np.testing.assert_allclose(got, _ort(model, feeds)["y"], atol=2e-3)
 
@@ -418,37 +457,36 @@ def test_bert_normal(session_device) -> None:  # type: ignore[no-untyped-def]
     ref = _ort(model, feeds)
     err: dict[str, float] = {}
     for p in ("high", "normal", "low"):
-        sess = vknn.Session(model, vknn.Config(dims=DIMS, precision=p))
-        executors = list(sess._bucket.executors.values())  # type: ignore[union-attr]
-        assert executors
-        for ex in executors:
-            if p == "high":
-                assert ex.stats.conversions == 0
-                continue
-            if p == "low":
-                # Only the large float inputs/outputs, converted on the device.
-                boundary = {
-                    n for n, why in ex.fp32_tensors().items() if why == "segment input/output"
-                }
-                assert {c[1] for c in ex.conversion_list()} <= boundary
-                assert ex.stats.conversions == len(ex.conversion_list())
-                continue
+        sess = vknn.Session(model, vknn.Config(dims=DIMS, precision=p, cache_file="off"))
+        storage, final = V.stages(model, _target(), DIMS, precision=p)
+        convs = [d for d in V.dispatches(final) if d.is_convert]
+        if p == "high":
+            assert convs == []
+        elif p == "low":
+            # Only the large float inputs/outputs, converted on the device.
+            assert all(V.is_boundary_conversion(final, d) for d in convs), convs
+            assert len(convs) == len(V.converts(storage))
+        else:
+            ops = V.placed(storage)
+            args = V.arg_storage(storage)
             kept = [
-                (st, "layernorm_io" if st.op == "vx.layernorm" else "softmax_io")
-                for st in ex.steps
-                if st.op in ("vx.layernorm", "vx.softmax")
+                (op, "layernorm_io" if op.op.name == "vx.layernorm" else "softmax_io")
+                for op in ops
+                if op.op.name in ("vx.layernorm", "vx.softmax")
             ]
-            for st, rule in kept:
-                for s in (st.inputs[0], st.outputs[0]):
-                    assert rule in ex.fp32_reasons[s], (st.node, s)
-            assert {w for why in ex.fp32_reasons.values() for w in why} == {r for _, r in kept}
+            for op, rule in kept:
+                assert rule in op.rules, op.nodes
+                producer = V.producer(op.op.operands[0])
+                if producer is None:
+                    assert _kept_operand(op.op.operands[0], args), op.nodes
+                else:
+                    assert rule in [r.data for r in producer.attributes["vkd.fp32_rules"].data]
+            assert {r for op in ops for r in op.rules} == {r for _, r in kept}
             print(
-                f"normal: {len(kept)} norms/softmaxes, {ex.stats.conversions} conversions, "
-                f"{len(ex.fp32_tensors())} fp32 tensors"
+                f"normal: {len(kept)} norms/softmaxes, {len(convs)} conversions, "
+                f"{sum(op.kept for op in ops)} fp32-kept ops"
             )
-        if p == "normal":
-            norms = sum(st.op == "vx.layernorm" for ex in executors for st in ex.steps)
-            assert norms == 9
+            assert sum(op.op.name == "vx.layernorm" for op in ops) == 9
         out = sess.run(feeds)
         errs = []
         for name, value in out.items():
@@ -486,25 +524,24 @@ def _two_branch_conv(c: int, hw: int) -> onnx.ModelProto:
 
 
 def test_low_converts_large_boundaries_on_device(session_device) -> None:  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import GPU_CONVERT_MIN_ELEMENTS
-
     model = _two_branch_conv(4, 32)  # x, y: 4096 / 8192 elements; z: 8
     assert 4 * 32 * 32 >= GPU_CONVERT_MIN_ELEMENTS
     feeds = model_inputs(model, {})
     ref = _ort(model, feeds)
     # Flat storage: only the width changes here (NC4HW4: test_nc4hw4.py).
     sess = _session(model, "low", device_layout="flat")
-    ex = _executor(sess)
-    (x,) = ex.input_specs
-    y, z = ex.outputs
-    assert ex.float_storage(x) == ex.float_storage(y) == "float32"
-    assert ex.float_storage(z) == "float16"  # small: the host converts it
-    xn, yn = ex.specs[x].name, ex.specs[y].name
-    assert ex.fp32_tensors() == {xn: "segment input/output", yn: "segment input/output"}
+    final = _final(model, "low", device_layout="flat")
+    (x,) = V.uploads(final)
+    y, z = V.downloads(final)
+    assert x.storage == y.storage == "f32" and (x.shape, y.shape) == (
+        (1, 4, 32, 32),
+        (1, 8, 32, 32),
+    )
+    assert z.storage == "f16" and z.shape == (1, 8, 1, 1)  # small: the host converts it
     # One fp32->fp16 of x for both convs, one fp16->fp32 of y.
-    assert sorted(c[1:] for c in ex.conversion_list()) == [(yn, "fp16->fp32"), (xn, "fp32->fp16")]
-    high = _executor(_session(model, "high", device_layout="flat"))
-    assert ex.stats.dispatches == high.stats.dispatches + 2
+    assert sorted(V.conversions(final)) == ["fp16->fp32 Add_2:0", "fp32->fp16 x"]
+    high = _final(model, "high", device_layout="flat")
+    assert len(V.dispatches(final)) == len(V.dispatches(high)) + 2
     out = sess.run(feeds)
     for k in ("y", "z"):
         cos, _, _ = cosine_and_error(ref[k], out[k])
@@ -519,7 +556,7 @@ def test_low_device_conversion_saturates(session_device) -> None:  # type: ignor
     x = np.full((1, 8, 32, 32), 1.0, np.float32)
     x[0, 0, 0, :4] = [1e6, 70000.0, 3.0e38, 65519.0]
     sess = _session(model, "low")
-    assert _executor(sess).conversion_list()
+    assert V.conversions(_final(model, "low"))
     y = sess.run({"x": x})["y"]
     assert np.isfinite(y).all()
     np.testing.assert_array_equal(y[0, 0, 0, :5], [65504.0, 65504.0, 65504.0, 65504.0, 1.0])

@@ -10,7 +10,9 @@
   read and written through strides, no copy dispatch;
 - BERT end to end against onnxruntime, with the dispatch count bounded.
 
-Device tests run under the validation layer (zero messages allowed).
+Device tests build ONNX graphs, run them through `vknn.Session` (no CPU
+fallback) against the CPU oracle, and count dispatches on the compiled `vkd`
+module; they run under the validation layer (zero messages allowed).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import vknn
 import vknn.runtime.cpu  # noqa: F401  (registers the oracle kernels)
 from tests.unit.models import cosine_and_error, model_inputs, torch_model
 from tests.unit.test_passes_fuse_attention import _attention_model, _feeds, _ort
+from tests.unit.vulkan import vkd_checks as V
+from tests.unit.vulkan.harness import graph, node, vk_vs_cpu
 from vknn.kernels import gate, views
 from vknn.kernels.matmul import matmul_space
 from vknn.runtime.cpu.registry import kernel_for
@@ -63,6 +67,34 @@ def _check(got: np.ndarray, want: np.ndarray, fp16: bool) -> None:
         assert err <= 1e-4 * max(np.max(np.abs(w)), 1e-30), err
 
 
+ATTENTION_PIPELINE = "dequantize,infer-shapes,const-fold,convert-onnx-to-vx,fuse-attention,dce"
+"""Each ONNX op its own `vx` op, except the attention chain fused."""
+
+
+def _device_target():  # type: ignore[no-untyped-def]
+    from vknn.runtime.target import from_caps
+    from vknn.runtime.vulkan.context import shared_device
+
+    device, _, why = shared_device()
+    assert device is not None, why
+    return from_caps(device.caps)
+
+
+def _kernels(model: onnx.ModelProto, precision: str = "high", pipeline: str = "standard"):  # type: ignore[no-untyped-def]
+    """The dispatches of the device's compiled module, conversions aside."""
+    module = V.lowered(model, _device_target(), pipeline=pipeline, precision=precision)
+    return [d for d in V.dispatches(module) if not d.is_convert]
+
+
+def _vk_session(model: onnx.ModelProto, precision: str, pipeline: str = "standard") -> vknn.Session:
+    cfg = vknn.Config(precision=precision, allow_cpu_fallback=False, pipeline=pipeline)
+    return vknn.Session(model, cfg)
+
+
+def _in(**shapes: tuple[int, ...]) -> dict[str, tuple[tuple[int, ...], str]]:
+    return {k: (v, F32) for k, v in shapes.items()}
+
+
 # ---------------------------------------------------------------------------
 # Split-K without a reduce dispatch
 # ---------------------------------------------------------------------------
@@ -88,99 +120,84 @@ SPLITK_CASES = [
 ]
 
 
-def _splitk_step(op: str, m: int, n: int, k: int, cshape) -> tuple[Step, list[np.ndarray]]:  # type: ignore[no-untyped-def]
+def _splitk_model(op: str, m: int, n: int, k: int, cshape):  # type: ignore[no-untyped-def]
+    """(model with input a [m, k] and constant weights, the product's Step,
+    a function of a giving the numpy reference)."""
     rng = RNG(7)
-    a = rng.standard_normal((m, k)).astype(np.float32)
     if op == "vx.gemm":
         b = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
-        ins = [a, b, rng.standard_normal(cshape).astype(np.float32)]
+        c = rng.standard_normal(cshape).astype(np.float32)
+        gemm = node("Gemm", ["a", "b", "c"], ["y"], transB=1, alpha=0.5, beta=2.0)
+        model = graph([gemm], _in(a=(m, k)), ["y"], {"b": b, "c": c})
         attrs = {"trans_a": False, "trans_b": True, "alpha": 0.5, "beta": 2.0}
-    else:
-        ins = [a, (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)]
-        attrs = {}
-    step = Step(op, "mm", list(range(len(ins))), [9], [_spec((m, n))], attrs)
-    return step, ins
+        step = Step(op, "mm", [0, 1, 2], [9], [_spec((m, n))], attrs)
+        return (
+            model,
+            step,
+            [_spec((m, k)), _spec(b.shape), _spec(c.shape)],
+            (lambda a: 0.5 * a.astype(np.float64) @ b.T + 2.0 * c),
+        )
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    model = graph([node("MatMul", ["a", "w"], ["y"])], _in(a=(m, k)), ["y"], {"w": w})
+    step = Step(op, "mm", [0, 1], [9], [_spec((m, n))])
+    return model, step, [_spec((m, k)), _spec(w.shape)], lambda a: a.astype(np.float64) @ w
 
 
 @pytest.mark.parametrize("precision", ["high", "low"])
 @pytest.mark.parametrize("case", SPLITK_CASES, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
-def test_splitk_one_dispatch_and_replays(clean, precision: str, case) -> None:  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
+def test_splitk_one_dispatch_and_replays(session_device, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     op, m, n, k, cshape = case
-    step, ins = _splitk_step(op, m, n, k, cshape)
-    specs = [_spec(a.shape) for a in ins]
-    splits = matmul_space(step, clean.caps, specs, "fp32", True).default["splits"]
+    model, step, specs, ref = _splitk_model(op, m, n, k, cshape)
+    splits = matmul_space(step, _device_target(), specs, "fp32", True).default["splits"]
     assert splits > 1, "the case must split K"
-    consts = {i: a for i, a in enumerate(ins) if i > 0}
-    with VulkanExecutor(clean, [step], {0: specs[0]}, [9], consts, precision=precision) as ex:
-        assert ex.stats.dispatches - ex.stats.conversions == 1  # no reduce pass
-        labels = [label for _, label in ex.program.labels]
-        assert any(f"split-K x{splits}" in label for label in labels), labels
-        # Replays with new inputs: a counter left non-zero would make no
-        # slice (or the wrong one) sum a tile.
-        for rep in range(3):
-            a = RNG(100 + rep).standard_normal(ins[0].shape).astype(np.float32)
-            got = ex.run({0: a})[9]
-            want = kernel_for(op)(step, [a, *ins[1:]])[0]  # type: ignore[misc]
-            _check(got, want, precision != "high")
+    (d,) = _kernels(model, precision)  # no reduce pass
+    assert f"split-K x{splits}" in d.label, d.label
+    sess = _vk_session(model, precision)
+    # Replays with new inputs: a counter left non-zero would make no slice
+    # (or the wrong one) sum a tile.
+    for rep in range(3):
+        a = RNG(100 + rep).standard_normal((m, k)).astype(np.float32)
+        _check(sess.run({"a": a})["y"], ref(a), precision != "high")
 
 
 @pytest.mark.parametrize("precision", ["high", "low"])
 @pytest.mark.parametrize("case", SPLITK_CASES[:3], ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
-def test_splitk_two_pass(clean, monkeypatch, precision: str, case) -> None:  # type: ignore[no-untyped-def]
+def test_splitk_two_pass(session_device, monkeypatch, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     """The default split-K: the GEMM writes partials, splitk_reduce.comp sums."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
     from vknn.kernels import matmul
 
     monkeypatch.setattr(matmul, "SPLITK_SINGLE_DISPATCH", False)
     op, m, n, k, cshape = case
-    step, ins = _splitk_step(op, m, n, k, cshape)
-    specs = [_spec(a.shape) for a in ins]
-    consts = {i: a for i, a in enumerate(ins) if i > 0}
-    with VulkanExecutor(clean, [step], {0: specs[0]}, [9], consts, precision=precision) as ex:
-        labels = [label for _, label in ex.program.labels]
-        assert any("split-K sum" in label for label in labels), labels
-        for rep in range(2):
-            a = RNG(200 + rep).standard_normal(ins[0].shape).astype(np.float32)
-            got = ex.run({0: a})[9]
-            want = kernel_for(op)(step, [a, *ins[1:]])[0]  # type: ignore[misc]
-            _check(got, want, precision != "high")
+    model, _, _, ref = _splitk_model(op, m, n, k, cshape)
+    labels = [d.label for d in _kernels(model, precision)]
+    assert len(labels) == 2 and "split-K sum" in labels[1], labels
+    sess = _vk_session(model, precision)
+    for rep in range(2):
+        a = RNG(200 + rep).standard_normal((m, k)).astype(np.float32)
+        _check(sess.run({"a": a})["y"], ref(a), precision != "high")
 
 
-def test_splitk_with_epilogue(clean) -> None:  # type: ignore[no-untyped-def]
+def test_splitk_with_epilogue(session_device) -> None:  # type: ignore[no-untyped-def]
     """A split product with a fused bias + residual epilogue (BERT's linear2)."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
-    from vknn.kernels import epilogues
-
     m, n, k = 128, 256, 1024
     rng = RNG(3)
-    a, w = (
-        rng.standard_normal((m, k)).astype(np.float32),
-        rng.standard_normal((k, n)).astype(np.float32),
-    )
-    bias, res = (
-        rng.standard_normal((n,)).astype(np.float32),
-        rng.standard_normal((m, n)).astype(np.float32),
-    )
-    body = [
-        Step("arith.addf", "a", [0, 1], [3], [_spec(())]),
-        Step("arith.addf", "b", [3, 2], [4], [_spec(())]),
-        Step("vx.yield", "y", [4], [], []),
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal((n,)).astype(np.float32)
+    res = rng.standard_normal((m, n)).astype(np.float32)
+    nodes = [
+        node("MatMul", ["a", "w"], ["p"]),
+        node("Add", ["p", "bias"], ["pb"]),
+        node("Add", ["pb", "res"], ["y"]),
     ]
-    step = Step(
-        "vx.matmul", "mm", [0, 1, 2, 3], [9], [_spec((m, n))],
-        {epilogues.EPILOGUE_ATTR: {"region": body, "inputs": 2, "node": "e", "nodes": ["e"]}},
-    )  # fmt: skip
-    specs = {0: _spec(a.shape), 3: _spec(res.shape)}
-    with VulkanExecutor(clean, [step], specs, [9], {1: w, 2: bias}) as ex:
-        assert ex.stats.dispatches - ex.stats.conversions == 1
-        for rep in range(2):
-            r = res + rep
-            got = ex.run({0: a, 3: r})[9]
-            _check(got, a @ w + bias + r, False)
+    model = graph(nodes, _in(a=(m, k), res=(m, n)), ["y"], {"w": w, "bias": bias})
+    (d,) = _kernels(model)
+    assert "split-K" in d.label and d.kind == "MatMul", d.label
+    sess = _vk_session(model, "high")
+    for rep in range(2):
+        r = res + rep
+        got = sess.run({"a": a, "res": r})["y"]
+        _check(got, a.astype(np.float64) @ w + bias + r, False)
 
 
 # ---------------------------------------------------------------------------
@@ -246,35 +263,49 @@ def test_cpu_attention_is_the_unfused_chain() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def _attention_graph(ins: list[np.ndarray], scale: float) -> onnx.ModelProto:
+    """softmax(scale Q K^T (+ mask)) V over inputs q, k, v (, mask)."""
+    rank = ins[1].ndim
+    perm = [*range(rank - 2), rank - 1, rank - 2]
+    nodes = [
+        node("Transpose", ["k"], ["kt"], perm=perm),
+        node("MatMul", ["q", "kt"], ["s0"]),
+        node("Mul", ["s0", "scale"], ["s1" if len(ins) > 3 else "s2"]),
+    ]
+    if len(ins) > 3:
+        nodes.append(node("Add", ["s1", "mask"], ["s2"]))
+    nodes += [node("Softmax", ["s2"], ["p"], axis=-1), node("MatMul", ["p", "v"], ["y"])]
+    names = ["q", "k", "v", "mask"][: len(ins)]
+    inputs = _in(**{n: a.shape for n, a in zip(names, ins, strict=True)})
+    return graph(nodes, inputs, ["y"], {"scale": np.array(scale, np.float32)})
+
+
 @pytest.mark.parametrize("precision", ["high", "low"])
 @pytest.mark.parametrize("case", ATTENTION_CASES, ids=lambda c: f"{c[0]}{c[1]}x{c[2]}d{c[3]}{c[5]}")
-def test_attention_kernel(clean, precision: str, case) -> None:  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
+def test_attention_kernel(session_device, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     b, sq, sk, d, dv, mask = case
     ins = _inputs(b, sq, sk, d, dv, mask, seed=sum(case[1:5]))
     step = _attention_step((*b, sq, dv), len(ins), d**-0.5)
-    specs = {i: _spec(a.shape, name=f"in{i}") for i, a in enumerate(ins)}
-    assert gate(step, clean.caps, list(specs.values())) is None
-    with VulkanExecutor(clean, [step], specs, [9], precision=precision) as ex:
-        assert ex.stats.dispatches - ex.stats.conversions == 1
-        got = ex.run(dict(enumerate(ins)))[9]
-    want = kernel_for("vx.attention")(step, ins)[0]  # type: ignore[misc]
-    _check(got, want, precision != "high")
+    assert gate(step, session_device.caps, [_spec(a.shape) for a in ins]) is None
+    model = _attention_graph(ins, d**-0.5)
+    kernels = _kernels(model, precision, ATTENTION_PIPELINE)
+    assert [k.shader for k in kernels] == ["attention"], [k.label for k in kernels]
+    feeds = dict(zip(["q", "k", "v", "mask"], ins, strict=False))
+    got, want, _ = vk_vs_cpu(model, feeds, precision=precision, pipeline=ATTENTION_PIPELINE)
+    _check(got["y"], kernel_for("vx.attention")(step, ins)[0], precision != "high")  # type: ignore[misc]
+    _check(got["y"], want["y"], precision != "high")
 
 
-def test_attention_fully_masked_row(clean) -> None:  # type: ignore[no-untyped-def]
+def test_attention_fully_masked_row(session_device) -> None:  # type: ignore[no-untyped-def]
     """A row whose keys are all -inf is NaN, as the unfused softmax gives."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
     q, k, v = _inputs((1,), 5, 40, 8, 8, None)
     mask = np.zeros((5, 40), np.float32)
     mask[2] = -np.inf
     mask[3, 1:] = -np.inf
-    step = _attention_step((1, 5, 8), 4, 0.5)
-    specs = {i: _spec(a.shape) for i, a in enumerate([q, k, v, mask])}
-    with VulkanExecutor(clean, [step], specs, [9]) as ex:
-        got = ex.run({0: q, 1: k, 2: v, 3: mask})[9]
+    model = _attention_graph([q, k, v, mask], 0.5)
+    assert [d.shader for d in _kernels(model, "high", ATTENTION_PIPELINE)] == ["attention"]
+    sess = _vk_session(model, "high", ATTENTION_PIPELINE)
+    got = sess.run({"q": q, "k": k, "v": v, "mask": mask})["y"]
     want = _unfused(q, k, v, mask, 0.5)
     assert np.isnan(got[0, 2]).all() and np.isnan(want[0, 2]).all()
     np.testing.assert_allclose(np.delete(got, 2, 1), np.delete(want, 2, 1), rtol=1e-4, atol=1e-5)
@@ -307,12 +338,9 @@ def test_attention_gate_says_why() -> None:
 def test_fused_patterns_on_device(session_device, variant: str, precision: str) -> None:  # type: ignore[no-untyped-def]
     model = _attention_model(variant, s=37, d=24)
     feeds = _feeds(model)
-    sess = vknn.Session(model, vknn.Config(precision=precision, allow_cpu_fallback=False))
-    assert {s.op for s in sess.plan.steps} >= {"vx.attention"}
-    (ex,) = sess._bucket.executors.values()  # type: ignore[union-attr]
-    assert (
-        ex.stats.dispatches - ex.stats.conversions == 1
-    )  # K^T is read through strides, not copied
+    sess = _vk_session(model, precision)
+    # One attention dispatch: K^T is read through strides, not copied.
+    assert [d.shader for d in _kernels(model, precision)] == ["attention"]
     (got,) = sess.run(feeds).values()
     cos, err, scale = cosine_and_error(_ort(model, feeds)[0], got)
     assert cos >= (0.99999 if precision == "high" else 0.999), cos
@@ -383,6 +411,30 @@ def _head_split_steps(b: int, s: int, h: int, dh: int) -> tuple[list[Step], dict
     return steps, consts
 
 
+def _head_split_model(b: int, s: int, h: int, dh: int, keep: bool) -> onnx.ModelProto:
+    """The graph of `_head_split_steps` (x [b, s, 3, h, dh] -> q, k, v by
+    Gather + Transpose -> attention -> head merge -> Reshape); `keep`: q's
+    heads are a model output too."""
+    nodes = []
+    for i, n in enumerate("qkv"):
+        nodes += [
+            node("Gather", ["x", f"i{i}"], [f"{n}0"], axis=2),
+            node("Transpose", [f"{n}0"], [n], perm=[0, 2, 1, 3]),
+        ]
+    nodes += [
+        node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        node("MatMul", ["q", "kt"], ["s0"]),
+        node("Mul", ["s0", "scale"], ["s1"]),
+        node("Softmax", ["s1"], ["p"], axis=-1),
+        node("MatMul", ["p", "v"], ["att"]),
+        node("Transpose", ["att"], ["merged"], perm=[0, 2, 1, 3]),
+        node("Reshape", ["merged", "shape"], ["y"]),
+    ]
+    inits = {f"i{i}": np.array(i, np.int64) for i in range(3)}
+    inits |= {"scale": np.array(dh**-0.5, np.float32), "shape": np.array([b, s, h * dh])}
+    return graph(nodes, _in(x=(b, s, 3, h, dh)), ["y", "q"] if keep else ["y"], inits)
+
+
 def test_fold_views_plan() -> None:
     steps, consts = _head_split_steps(2, 7, 3, 8)
     folded = views.fold_views(steps, {0: _spec((2, 7, 3, 3, 8))}, consts, [9])
@@ -399,21 +451,17 @@ def test_fold_views_plan() -> None:
 
 @pytest.mark.parametrize("precision", ["high", "low"])
 @pytest.mark.parametrize("keep", [False, True])
-def test_head_split_runs_no_copy(clean, precision: str, keep: bool) -> None:  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
+def test_head_split_runs_no_copy(session_device, precision: str, keep: bool) -> None:  # type: ignore[no-untyped-def]
     b, s, h, dh = 2, 19, 3, 16
-    steps, consts = _head_split_steps(b, s, h, dh)
+    model = _head_split_model(b, s, h, dh, keep)
     x = RNG(5).standard_normal((b, s, 3, h, dh)).astype(np.float32)
-    outs = [9, 4] if keep else [9]
-    with VulkanExecutor(clean, steps, {0: _spec(x.shape)}, outs, consts, precision=precision) as ex:
-        assert ex.stats.dispatches - ex.stats.conversions == (
-            3 if keep else 1
-        )  # keep: gather + transpose of q
-        got = ex.run({0: x})
-    want = _cpu_steps(steps, {0: x}, consts)
-    for slot in outs:
-        _check(got[slot], want[slot], precision != "high")
+    kernels = _kernels(model, precision, ATTENTION_PIPELINE)
+    # keep: q's heads materialized (its gather + transpose) for the output.
+    assert len(kernels) == (3 if keep else 1), [k.label for k in kernels]
+    assert kernels[-1].shader == "attention"
+    got, want, _ = vk_vs_cpu(model, {"x": x}, precision=precision, pipeline=ATTENTION_PIPELINE)
+    for name, w in want.items():
+        _check(got[name], w, precision != "high")
 
 
 def test_matmul_view_geometry() -> None:
@@ -505,20 +553,38 @@ def _matmul_view_cases() -> list[tuple[str, list[Step], dict[int, tuple[int, ...
     ]  # fmt: skip
 
 
+def _view_model(
+    steps: list[Step], shapes: dict[int, tuple[int, ...]], consts: dict
+) -> onnx.ModelProto:  # type: ignore[type-arg]
+    """The ONNX graph of a `_matmul_view_cases` step chain (slot k is `t{k}`)."""
+    ops = {"vx.transpose": "Transpose", "vx.gather": "Gather", "vx.matmul": "MatMul",
+           "vx.gemm": "Gemm"}  # fmt: skip
+    nodes = []
+    for st in steps:
+        attrs = dict(st.attrs)
+        if st.op == "vx.transpose":
+            attrs["perm"] = list(attrs["perm"])
+        if st.op == "vx.gemm":
+            attrs = {"transA": int(attrs["trans_a"]), "transB": int(attrs["trans_b"]),
+                     "alpha": attrs["alpha"], "beta": attrs["beta"]}  # fmt: skip
+        nodes.append(node(ops[st.op], [f"t{i}" for i in st.inputs], [f"t{st.outputs[0]}"], **attrs))
+    return graph(nodes, _in(**{f"t{k}": v for k, v in shapes.items()}), ["t9"],
+                 {f"t{k}": v for k, v in consts.items()})  # fmt: skip
+
+
 @pytest.mark.parametrize("precision", ["high", "low"])
 @pytest.mark.parametrize("case", _matmul_view_cases(), ids=lambda c: c[0])
-def test_matmul_reads_views(clean, precision: str, case) -> None:  # type: ignore[no-untyped-def]
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
+def test_matmul_reads_views(session_device, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     _, steps, shapes, consts = case
     rng = RNG(11)
     feeds = {s: rng.standard_normal(sh).astype(np.float32) for s, sh in shapes.items()}
-    specs = {s: _spec(a.shape) for s, a in feeds.items()}
-    with VulkanExecutor(clean, steps, specs, [9], consts, precision=precision) as ex:
-        assert [s.op for s in ex.steps] == [steps[-1].op]  # the chain folded away
-        assert ex.stats.dispatches - ex.stats.conversions == 1
-        got = ex.run(feeds)[9]
-    _check(got, _cpu_steps(steps, feeds, consts)[9], precision != "high")
+    model = _view_model(steps, shapes, consts)
+    # The chain folded away: one product dispatch.
+    kernels = _kernels(model, precision, "lower")
+    assert [k.shader for k in kernels] == ["matmul"], [k.label for k in kernels]
+    got, _, _ = vk_vs_cpu(model, {f"t{k}": v for k, v in feeds.items()}, precision=precision,
+                          pipeline="lower")  # fmt: skip
+    _check(got["t9"], _cpu_steps(steps, feeds, consts)[9], precision != "high")
 
 
 def hf_attention_block(b: int = 2, s: int = 24, h: int = 4, d: int = 16) -> onnx.ModelProto:
@@ -595,10 +661,10 @@ def test_hf_style_block(session_device, precision: str) -> None:  # type: ignore
         .astype(np.float32)[None, None, None]
         .repeat(2, 0)
     )
-    sess = vknn.Session(model, vknn.Config(precision=precision, allow_cpu_fallback=False))
-    assert sum(s.op == "vx.attention" for s in sess.plan.steps) == 1
-    (ex,) = sess._bucket.executors.values()  # type: ignore[union-attr]
-    assert ex.stats.dispatches == 6, [s.node for s in ex.steps]
+    sess = _vk_session(model, precision)
+    kernels = _kernels(model, precision)
+    assert sum(k.shader == "attention" for k in kernels) == 1
+    assert len(kernels) == 6, [k.label for k in kernels]
     (got,) = sess.run(feeds).values()
     cos, err, scale = cosine_and_error(_ort(model, feeds)[0], got)
     assert cos >= (0.99999 if precision == "high" else 0.999), cos
@@ -618,12 +684,16 @@ pass, fused attention, view folding and sink-reshapes; 32 / 32 after."""
 @pytest.mark.slow
 def test_bert_encoder_fused(session_device) -> None:  # type: ignore[no-untyped-def]
     model = torch_model("bert_encoder")
-    sess = vknn.Session(model, vknn.Config(dims=DIMS, allow_cpu_fallback=False))
+    from vknn.runtime.program import BarrierCmd, VulkanSegment
+
+    sess = vknn.Session(model, vknn.Config(dims=DIMS, allow_cpu_fallback=False, cache_file="off"))
     assert set(sess.node_backends().values()) == {"vulkan"}
-    assert sum(s.op == "vx.attention" for s in sess.plan.steps) == 4
-    executors = list(sess._bucket.executors.values())  # type: ignore[union-attr]
-    dispatches = sum(ex.stats.dispatches for ex in executors)
-    barriers = sum(ex.stats.barriers for ex in executors)
+    _, module = V.stages(model, _device_target(), DIMS)
+    assert sum(d.shader == "attention" for d in V.dispatches(module)) == 4
+    segments = [s for s in sess.program.buckets[0].segments if isinstance(s, VulkanSegment)]
+    dispatches = sess.dispatch_count()
+    assert dispatches == len(V.dispatches(module))
+    barriers = sum(isinstance(c, BarrierCmd) for s in segments for c in s.commands)
     print(f"bert: {dispatches} dispatches, {barriers} barriers")
     assert dispatches <= BERT_MAX_DISPATCHES and barriers <= BERT_MAX_DISPATCHES
     feeds = model_inputs(model, DIMS)

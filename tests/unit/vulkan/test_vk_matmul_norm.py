@@ -9,15 +9,25 @@ no inf / NaN. The pure parts (codegen text, gates) need no device.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
-import vknn.runtime.cpu  # noqa: F401  (registers the oracle kernels)
-from vknn.kernels import epilogues, gate
+from tests.unit.vulkan.harness import (
+    cpu,
+    graph,
+    lowered,
+    node,
+    run_for_target,
+    shaders,
+    vk_vs_cpu,
+)
+from vknn.dialects.vkd import KernelOp
+from vknn.kernels import gate
 from vknn.kernels.pointwise_codegen import generate, index_expr, unsupported
 from vknn.kernels.reduce import collapse_reduction
-from vknn.runtime.cpu.registry import kernel_for
 from vknn.runtime.plan import Step, TensorSpec
 from vknn.runtime.vulkan.caps import DeviceCaps
 
@@ -84,7 +94,9 @@ def test_codegen_contract() -> None:
     sin = [_op("math.sin", [0], 1), _yield(1)]
     assert "trigonometric" in (unsupported(sin, [x], [x]) or "")
     i64 = [_op("arith.fptosi", [0], 1, "int64"), _op("arith.sitofp", [1], 2), _yield(2)]
-    assert "int64" in (unsupported(i64, [x], [x]) or "")
+    # int64 values: 64-bit GLSL (shaderInt64) standalone, never in an epilogue.
+    assert "int64" in (unsupported(i64, [x], [x], primary=0) or "")
+    assert generate(i64, [x], [x], primary=None).defines["VKNN_INT64"] == "1"
 
 
 def test_gates_say_why() -> None:
@@ -93,8 +105,13 @@ def test_gates_say_why() -> None:
     assert gate(mm, caps, [_spec((4, 3)), _spec((3, 5))]) is None
     why = gate(mm, caps, [_spec((4, 3), "int64"), _spec((3, 5), "int64")])
     assert why is not None and "int64" in why
-    am = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "argmax"})
-    assert "int64" in (gate(am, caps, [_spec((4, 5))]) or "")
+    am = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "argmax", "axes": [1]})
+    assert gate(am, caps, [_spec((4, 5))]) is None  # the int64 index result: word pairs
+    rs = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "sum", "axes": [1]})
+    assert gate(rs, caps, [_spec((4, 5), "int64")]) is None  # 64-bit sums (shaderInt64)
+    assert "shaderInt64" in (gate(rs, caps.with_(has_int64=False), [_spec((4, 5), "int64")]) or "")
+    rm = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "mean", "axes": [1]})
+    assert "int64" in (gate(rm, caps, [_spec((4, 5), "int64")]) or "")
     ln = Step("vx.layernorm", "ln", [0, 1], [2], [_spec((2, 4, 6))], {"axis": 1, "epsilon": 1e-5})
     assert "only partly" in (gate(ln, caps, [_spec((2, 4, 6)), _spec((6,))]) or "")
     assert gate(ln, caps, [_spec((2, 4, 6)), _spec((1, 4, 6))]) is None
@@ -111,13 +128,10 @@ def test_collapse_reduction() -> None:
 # ---------------------------------------------------------------------------
 
 
-# `device` and `clean` come from tests/unit/vulkan/conftest.py.
-
-
-def _oracle(step: Step, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    fn = kernel_for(step.op)
-    assert fn is not None
-    return fn(step, list(inputs))
+# `session_device` comes from tests/unit/vulkan/conftest.py. Each case is an
+# ONNX graph through the real pipeline, run on Vulkan (no CPU fallback) and
+# compared with the CPU oracle; the kernels it compiled to are read off the
+# lowered `vkd` module.
 
 
 def _check(got: np.ndarray, want: np.ndarray, fp16: bool) -> None:
@@ -133,35 +147,19 @@ def _check(got: np.ndarray, want: np.ndarray, fp16: bool) -> None:
         assert err <= 1e-4 * max(scale, 1e-30), (err, scale)
 
 
-def _run_step(
-    device,
-    step: Step,
-    inputs: list[np.ndarray],
-    precision: str,
-    const: tuple[int, ...] = (),
-    caps: DeviceCaps | None = None,
-) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
-    """`step` (inputs on slots 0.., outputs on its out slots) on the device;
-    inputs whose index is in `const` are uploaded as constants."""
-    from vknn.runtime.vulkan.executor import VulkanExecutor
-
-    feeds = {i: a for i, a in enumerate(inputs) if i not in const}
-    consts = {i: a for i, a in enumerate(inputs) if i in const}
-    specs = {i: _spec(a.shape, a.dtype.name, f"in{i}") for i, a in feeds.items()}
-    with VulkanExecutor(
-        device, [step], specs, step.outputs, consts, precision=precision, caps=caps
-    ) as ex:
-        out = ex.run(feeds)
-    return [out[s] for s in step.outputs]
+def _compare(model, feeds: dict[str, np.ndarray], precision: str, shader: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Vulkan vs the CPU oracle; `shader` is among the kernels the graph
+    compiled to (returned, one per dispatch)."""
+    got, want, _ = vk_vs_cpu(model, feeds, precision=precision)
+    for name, w in want.items():
+        _check(got[name], w, precision != "high")
+    kernels = [k for k in shaders(lowered(model, precision=precision)) if k != "convert_storage"]
+    assert shader in kernels, kernels
+    return kernels
 
 
-def _compare(device, step: Step, inputs: list[np.ndarray], precision: str, **kw) -> None:  # type: ignore[no-untyped-def]
-    specs = [_spec(a.shape, a.dtype.name) for a in inputs]
-    assert gate(step, device.caps, specs) is None, gate(step, device.caps, specs)
-    got = _run_step(device, step, inputs, precision, **kw)
-    want = _oracle(step, inputs)
-    for g, w in zip(got, want, strict=True):
-        _check(g, w, precision != "high")
+def _in(**shapes: tuple[int, ...]) -> dict[str, tuple[tuple[int, ...], str]]:
+    return {k: (v, "float32") for k, v in shapes.items()}
 
 
 PRECISIONS = ["high", "low"]
@@ -180,14 +178,16 @@ MATMUL_SHAPES = [
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize(("sa", "sb"), MATMUL_SHAPES)
-def test_matmul(clean, precision: str, sa, sb) -> None:  # type: ignore[no-untyped-def]
+def test_matmul(session_device, precision: str, sa, sb) -> None:  # type: ignore[no-untyped-def]
     rng = RNG(0)
     a = rng.standard_normal(sa).astype(np.float32)
     b = rng.standard_normal(sb).astype(np.float32)
-    out = np.matmul(a, b).shape
-    step = Step("vx.matmul", "mm", [0, 1], [2], [_spec(out)])
-    # A 2-D right operand is a weight in models: upload it as a constant.
-    _compare(clean, step, [a, b], precision, const=(1,) if len(sb) == 2 else ())
+    # A 2-D right operand is a weight in models: a constant.
+    const = len(sb) == 2
+    inputs = _in(a=sa) if const else _in(a=sa, b=sb)
+    model = graph([node("MatMul", ["a", "b"], ["y"])], inputs, ["y"], {"b": b} if const else {})
+    feeds = {"a": a} if const else {"a": a, "b": b}
+    _compare(model, feeds, precision, "matmul")
 
 
 GEMM_CASES = [
@@ -203,36 +203,39 @@ GEMM_CASES = [
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("case", GEMM_CASES)
-def test_gemm(clean, precision: str, case) -> None:  # type: ignore[no-untyped-def]
+def test_gemm(session_device, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     m, n, k, ta, tb, alpha, beta, cshape = case
     rng = RNG(1)
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
-    ins = [a, b] + ([rng.standard_normal(cshape).astype(np.float32)] if cshape is not None else [])
-    attrs = {"trans_a": ta, "trans_b": tb, "alpha": alpha, "beta": beta}
-    step = Step("vx.gemm", "g", list(range(len(ins))), [9], [_spec((m, n))], attrs)
-    _compare(clean, step, ins, precision, const=tuple(range(1, len(ins))))
+    inits = {"b": b}
+    if cshape is not None:
+        inits["c"] = rng.standard_normal(cshape).astype(np.float32)
+    ins = ["a", "b"] + (["c"] if cshape is not None else [])
+    gemm = node("Gemm", ins, ["y"], transA=int(ta), transB=int(tb), alpha=alpha, beta=beta)
+    model = graph([gemm], _in(a=a.shape), ["y"], inits)
+    _compare(model, {"a": a}, precision, "matmul")
 
 
 SOFTMAX_CASES = [((4, 128), 1), ((2, 3, 5), 1), ((2, 3, 5), 0), ((1, 4, 16, 16), 3), ((2, 3000), 1)]
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("op", ["vx.softmax", "vx.log_softmax"])
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
 @pytest.mark.parametrize(("shape", "axis"), SOFTMAX_CASES)
-def test_softmax(clean, precision: str, op: str, shape, axis: int) -> None:  # type: ignore[no-untyped-def]
+def test_softmax(session_device, precision: str, op: str, shape, axis: int) -> None:  # type: ignore[no-untyped-def]
     x = (RNG(2).standard_normal(shape) * 4).astype(np.float32)
-    step = Step(op, "sm", [0], [1], [_spec(shape)], {"axis": axis})
-    _compare(clean, step, [x], precision)
+    model = graph([node(op, ["x"], ["y"], axis=axis)], _in(x=shape), ["y"])
+    _compare(model, {"x": x}, precision, "softmax")
 
 
-def test_softmax_masked_rows(clean) -> None:  # type: ignore[no-untyped-def]
+def test_softmax_masked_rows(session_device) -> None:  # type: ignore[no-untyped-def]
     x = RNG(3).standard_normal((3, 8)).astype(np.float32)
     x[0, 2:] = -np.inf  # attention masks
     x[1, :] = -1e30
-    step = Step("vx.softmax", "sm", [0], [1], [_spec(x.shape)], {"axis": 1})
-    (got,) = _run_step(clean, step, [x], "high")
-    np.testing.assert_allclose(got, _oracle(step, [x])[0], rtol=1e-5, atol=1e-6)
+    model = graph([node("Softmax", ["x"], ["y"], axis=1)], _in(x=x.shape), ["y"])
+    got, want, _ = vk_vs_cpu(model, {"x": x})
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-6)
 
 
 LAYERNORM_CASES = [
@@ -246,18 +249,23 @@ LAYERNORM_CASES = [
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("case", LAYERNORM_CASES)
-def test_layernorm(clean, precision: str, case) -> None:  # type: ignore[no-untyped-def]
+def test_layernorm(session_device, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     shape, axis, pshape, bias = case
     rng = RNG(4)
     x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
-    ins = [x, rng.uniform(0.5, 1.5, pshape).astype(np.float32)]
+    inits = {"g": rng.uniform(0.5, 1.5, pshape).astype(np.float32)}
     if bias:
-        ins.append(rng.standard_normal(pshape).astype(np.float32))
-    attrs = {"axis": axis, "epsilon": 1e-5}
-    step = Step("vx.layernorm", "ln", list(range(len(ins))), [5], [_spec(shape)], attrs)
-    _compare(clean, step, ins, precision, const=tuple(range(1, len(ins))))
+        inits["b"] = rng.standard_normal(pshape).astype(np.float32)
+    ln = node("LayerNormalization", ["x", *inits], ["y"], axis=axis, epsilon=1e-5)
+    model = graph([ln], _in(x=shape), ["y"], inits)
+    _compare(model, {"x": x}, precision, "layernorm")
 
 
+REDUCE_OPS = {
+    "sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin",
+    "prod": "ReduceProd", "l1": "ReduceL1", "l2": "ReduceL2", "log_sum": "ReduceLogSum",
+    "log_sum_exp": "ReduceLogSumExp", "sum_square": "ReduceSumSquare",
+}  # fmt: skip
 REDUCE_CASES = [
     ("sum", (4, 5, 6), (1,), False),
     ("mean", (2, 3, 300), (2,), True),
@@ -273,104 +281,165 @@ REDUCE_CASES = [
 ]
 
 
+def _reduce(kind: str, shape: tuple[int, ...], axes, keepdims: bool):  # type: ignore[no-untyped-def]
+    op = REDUCE_OPS[kind]
+    if op == "ReduceSum":  # opset 13+: axes is an input
+        n = node(op, ["x", "axes"], ["y"], keepdims=int(keepdims))
+        return graph([n], _in(x=shape), ["y"], {"axes": np.array(axes, np.int64)})
+    n = node(op, ["x"], ["y"], axes=list(axes), keepdims=int(keepdims))
+    return graph([n], _in(x=shape), ["y"])
+
+
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("case", REDUCE_CASES)
-def test_reduce(clean, precision: str, case) -> None:  # type: ignore[no-untyped-def]
+def test_reduce(session_device, precision: str, case) -> None:  # type: ignore[no-untyped-def]
     kind, shape, axes, keepdims = case
     x = RNG(5).standard_normal(shape).astype(np.float32)
     if kind in ("log_sum", "prod"):
         x = (np.abs(x) * 0.5 + 0.75).astype(np.float32)
-    out = np.sum(x, axis=axes, keepdims=keepdims).shape
-    attrs = {"kind": kind, "axes": axes, "keepdims": keepdims}
-    step = Step("vx.reduce", "r", [0], [1], [_spec(out)], attrs)
-    _compare(clean, step, [x], precision)
+    _compare(_reduce(kind, shape, axes, keepdims), {"x": x}, precision, "reduce")
 
 
-@pytest.mark.parametrize(
-    "step",
-    [
-        Step("vx.softmax", "sm", [0], [1], [_spec((6, 300))], {"axis": 1}),
-        Step("vx.log_softmax", "lsm", [0], [1], [_spec((6, 300))], {"axis": 0}),
-        Step("vx.layernorm", "ln", [0, 1], [2], [_spec((6, 300))], {"axis": 1, "epsilon": 1e-5}),
-        Step(
-            "vx.reduce",
-            "r",
-            [0],
-            [1],
-            [_spec((6,))],
-            {"kind": "max", "axes": (1,), "keepdims": False},
-        ),
-    ],
-    ids=lambda s: s.node,
-)
-def test_row_kernels_without_subgroups(clean, step: Step) -> None:  # type: ignore[no-untyped-def]
-    """The shared-memory tree path (devices without subgroup arithmetic)."""
+ROW_CASES = {
+    "sm": (node("Softmax", ["x"], ["y"], axis=1), {}, "softmax"),
+    "lsm": (node("LogSoftmax", ["x"], ["y"], axis=0), {}, "softmax"),
+    "ln": (node("LayerNormalization", ["x", "g"], ["y"], axis=1, epsilon=1e-5), {"g": (300,)},
+           "layernorm"),
+    "r": (node("ReduceMax", ["x"], ["y"], axes=[1], keepdims=0), {}, "reduce"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(ROW_CASES))
+def test_row_kernels_without_subgroups(session_device, case: str) -> None:  # type: ignore[no-untyped-def]
+    """The shared-memory tree path (devices without subgroup arithmetic):
+    compiled for such a target, run on the test device."""
+    n, inits, shader = ROW_CASES[case]
     rng = RNG(8)
-    ins = [rng.standard_normal((6, 300)).astype(np.float32)]
-    if step.op == "vx.layernorm":
-        ins.append(rng.uniform(0.5, 1.5, (300,)).astype(np.float32))
-    caps = clean.caps.with_(subgroup_size=1)
-    got = _run_step(clean, step, ins, "high", caps=caps)[0]
-    _check(got, _oracle(step, ins)[0], False)
+    arrays = {k: rng.uniform(0.5, 1.5, s).astype(np.float32) for k, s in inits.items()}
+    model = graph([n], _in(x=(6, 300)), ["y"], arrays)
+    x = rng.standard_normal((6, 300)).astype(np.float32)
+    target = replace(_device_target(), subgroup_size=1, subgroup_arithmetic=False)
+    got, program = run_for_target(model, target, {"x": x}, allow_cpu_fallback=False)
+    _check(got["y"], cpu(model, {"x": x})["y"], False)
+    module = lowered(model, target)
+    kernels = [op for op in module.ops if isinstance(op, KernelOp)]
+    assert [k.shader.data for k in kernels] == [shader]
+    assert "VKNN_SUBGROUP" not in kernels[0].defines.data
+    # With subgroups, the same op takes the subgroup path.
+    sub = [op for op in lowered(model, _device_target()).ops if isinstance(op, KernelOp)]
+    assert "VKNN_SUBGROUP" in sub[0].defines.data
 
 
-def _fused(region: list[Step], shapes: list[tuple[int, ...]], n_out: int = 1) -> Step:
-    out = np.broadcast_shapes(*shapes)
-    specs = [_spec(out, name=f"y{j}") for j in range(n_out)]
-    return Step(
-        "vx.fused_pointwise",
-        "fp",
-        list(range(len(shapes))),
-        list(range(10, 10 + n_out)),
-        specs,
-        {},
-        region,
-    )
+def _device_target():  # type: ignore[no-untyped-def]
+    from vknn.runtime.target import from_caps
+    from vknn.runtime.vulkan.context import shared_device
 
+    device, _, why = shared_device()
+    assert device is not None, why
+    return from_caps(device.caps)
+
+
+def _fused_module(region: str, shapes: list[tuple[int, ...]], n_out: int) -> str:
+    """A `vx` module of one `vx.fused_pointwise` over inputs x0.. of
+    `shapes` (float32), `n_out` results y0.. of their broadcast shape;
+    `region`: the body after its block arguments %a0.. (scalars)."""
+
+    def t(shape: tuple[int, ...]) -> str:
+        return f"tensor<{''.join(f'{d}x' for d in shape)}f32>"
+
+    out = t(tuple(np.broadcast_shapes(*shapes)))
+    args = ", ".join(f'%x{i}: {t(s)} {{onnx.name = "x{i}"}}' for i, s in enumerate(shapes))
+    ins = ", ".join(f"%x{i}" for i in range(len(shapes)))
+    in_types = ", ".join(t(s) for s in shapes)
+    outs = ", ".join([out] * n_out)
+    results = ", ".join(f"%y{j}" for j in range(n_out))
+    names = ", ".join(f'"y{j}"' for j in range(n_out))
+    block = ", ".join(f"%a{i}: f32" for i in range(len(shapes)))
+    return f"""builtin.module attributes {{onnx.opset = 17 : i64}} {{
+  func.func @main({args}) -> ({outs}) attributes {{onnx.output_names = [{names}]}} {{
+    {results} = vx.fused_pointwise {ins} {{onnx.name = "fp", vx.layout = #vx<layout flat>}} : ({in_types}) -> ({outs}) {{
+    ^bb0({block}):
+{region}
+    }}
+    func.return {results} : {outs}
+  }}
+}}"""  # noqa: E501
+
+
+def _run_vx(text: str, feeds: dict[str, np.ndarray], precision: str, cpu_only: bool) -> Any:
+    """A `vx` module lowered for the test device (or the CPU alone), run by
+    the runtime: (outputs, the final module)."""
+    from xdsl.parser import Parser
+
+    from vknn.compiler import LoweringOptions, lower
+    from vknn.dialects import make_context
+    from vknn.runtime.executable import Executable
+    from vknn.runtime.program import Program
+    from vknn.runtime.vulkan.context import shared_device
+    from vknn.serialize import module_to_program
+
+    module = Parser(make_context(), text).parse_module()
+    backends = ("cpu",) if cpu_only else ("vulkan", "cpu")
+    opts = LoweringOptions(precision=precision, backends=backends, allow_cpu_fallback=cpu_only)
+    lower(module, opts, None if cpu_only else _device_target())
+    program = Program.decode(module_to_program(module))
+    device, pipelines, _ = shared_device()
+    exe = Executable(program, device, pipelines)
+    try:
+        return exe.run(0, feeds), module
+    finally:
+        exe.close()
+
+
+GELU_BIAS = """      %c2 = arith.constant 1.4142135381698608 : f32
+      %c1 = arith.constant 1.0 : f32
+      %ch = arith.constant 0.5 : f32
+      %s = arith.addf %a1, %a0 : f32
+      %d = arith.divf %s, %c2 : f32
+      %e = math.erf %d : f32
+      %e1 = arith.addf %e, %c1 : f32
+      %m = arith.mulf %s, %e1 : f32
+      %r = arith.mulf %m, %ch : f32
+      vx.yield %r : f32"""
+"""BERT's fused `(x + b) * 0.5 * (1 + erf((x + b) / sqrt 2))`."""
 
 FUSED_CASES = [
-    ("gelu_bias", gelu_bias_body(), [(2, 16, 64), (64,)], 1),
+    ("gelu_bias", GELU_BIAS, [(2, 16, 64), (64,)], 1),
     # relu(x) via cmpf + select, and max(x, y) with NaN-ignoring maxnumf, two results
     (
         "two_results",
-        [
-            _op("arith.constant", [], 2, value=0.0),
-            _op("arith.cmpf", [0, 2], 3, "bool", predicate=4),  # olt
-            _op("arith.select", [3, 2, 0], 4),
-            _op("arith.maxnumf", [4, 1], 5),
-            _yield(4, 5),
-        ],
+        """      %z = arith.constant 0.0 : f32
+      %lt = arith.cmpf olt, %a0, %z : f32
+      %r = arith.select %lt, %z, %a0 : f32
+      %m = arith.maxnumf %r, %a1 : f32
+      vx.yield %r, %m : f32, f32""",
         [(3, 1, 5), (1, 4, 5)],
         2,
     ),
     # (x - mean)^2 / sqrt(v + eps) with a constant exponent, a scalar input
     (
         "pow_sqrt",
-        [
-            _op("arith.constant", [], 3, value=2.0),
-            _op("arith.constant", [], 4, value=1e-5),
-            _op("arith.subf", [0, 1], 5),
-            _op("math.powf", [5, 3], 6),
-            _op("arith.addf", [2, 4], 7),
-            _op("math.sqrt", [7], 8),
-            _op("arith.divf", [6, 8], 9),
-            _yield(9),
-        ],
+        """      %two = arith.constant 2.0 : f32
+      %eps = arith.constant 1.0e-05 : f32
+      %c = arith.subf %a0, %a1 : f32
+      %p = math.powf %c, %two : f32
+      %ve = arith.addf %a2, %eps : f32
+      %sd = math.sqrt %ve : f32
+      %r = arith.divf %p, %sd : f32
+      vx.yield %r : f32""",
         [(4, 8), (4, 1), ()],
         1,
     ),
     # integers: trunc through i32, then an integer floor-div by 3 back to float
     (
         "integers",
-        [
-            _op("arith.fptosi", [0], 1, "int32"),
-            _op("arith.constant", [], 2, "int32", value=3),
-            _op("arith.floordivsi", [1, 2], 3, "int32"),
-            _op("arith.sitofp", [3], 4),
-            _op("math.tanh", [0], 5),
-            _op("arith.addf", [4, 5], 6),
-            _yield(6),
-        ],
+        """      %i = arith.fptosi %a0 : f32 to i32
+      %three = arith.constant 3 : i32
+      %q = arith.floordivsi %i, %three : i32
+      %f = arith.sitofp %q : i32 to f32
+      %t = math.tanh %a0 : f32
+      %r = arith.addf %f, %t : f32
+      vx.yield %r : f32""",
         [(50,)],
         1,
     ),
@@ -379,46 +448,52 @@ FUSED_CASES = [
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize(("name", "region", "shapes", "n_out"), FUSED_CASES)
-def test_fused_pointwise(clean, precision: str, name, region, shapes, n_out) -> None:  # type: ignore[no-untyped-def]
+def test_fused_pointwise(session_device, precision: str, name, region, shapes, n_out) -> None:  # type: ignore[no-untyped-def]
+    """A `vx.fused_pointwise` region as one generated kernel vs the CPU oracle."""
     rng = RNG(6)
-    ins = [(rng.standard_normal(s) * 4).astype(np.float32) for s in shapes]
+    feeds = {f"x{i}": (rng.standard_normal(s) * 4).astype(np.float32) for i, s in enumerate(shapes)}
     if name == "pow_sqrt":
-        ins[2] = np.abs(ins[2]).astype(np.float32)
-    _compare(clean, _fused(region, shapes, n_out), ins, precision)
+        feeds["x2"] = np.abs(feeds["x2"]).astype(np.float32)
+    text = _fused_module(region, shapes, n_out)
+    got, module = _run_vx(text, feeds, precision, cpu_only=False)
+    want, _ = _run_vx(text, feeds, precision, cpu_only=True)
+    for name_, w in want.items():
+        _check(got[name_], w, precision != "high")
+    assert [k for k in shaders(module) if k != "convert_storage"] == ["fused_pointwise"]
+
+
+GELU_NODES = [
+    node("Add", ["x", "b"], ["s"]),
+    node("Div", ["s", "sqrt2"], ["d"]),
+    node("Erf", ["d"], ["e"]),
+    node("Add", ["e", "one"], ["e1"]),
+    node("Mul", ["s", "e1"], ["m"]),
+    node("Mul", ["m", "half"], ["y"]),
+]
+GELU_CONSTS = {
+    "sqrt2": np.array(1.4142135, np.float32),
+    "one": np.array(1.0, np.float32),
+    "half": np.array(0.5, np.float32),
+}
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("op", ["vx.matmul", "vx.gemm"])
-def test_matmul_epilogue(clean, precision: str, op: str) -> None:  # type: ignore[no-untyped-def]
-    """A product merged with its GELU + bias epilogue (attach_epilogues) matches
-    the two steps run on the CPU, in one dispatch."""
+@pytest.mark.parametrize("op", ["MatMul", "Gemm"])
+def test_matmul_epilogue(session_device, precision: str, op: str) -> None:  # type: ignore[no-untyped-def]
+    """A product merged with its GELU + bias epilogue (merge-epilogues)
+    matches the CPU oracle, in one dispatch."""
     rng = RNG(7)
-    a = rng.standard_normal((1, 32, 48) if op == "vx.matmul" else (32, 48)).astype(np.float32)
+    a = rng.standard_normal((1, 32, 48) if op == "MatMul" else (32, 48)).astype(np.float32)
     w = (rng.standard_normal((48, 40)) * 0.2).astype(np.float32)
     bias = rng.standard_normal((40,)).astype(np.float32)
-    out = (*a.shape[:-1], 40)
-    attrs = (
-        {} if op == "vx.matmul" else {"trans_a": False, "trans_b": False, "alpha": 1.0, "beta": 0.0}
-    )
-    prod = Step(op, "p", [0, 1], [3], [_spec(out)], attrs, backend="vulkan")
-    epi = Step(
-        "vx.fused_pointwise",
-        "e",
-        [3, 2],
-        [4],
-        [_spec(out)],
-        {"vx.epilogue": True},
-        gelu_bias_body(),
-        backend="vulkan",
-    )
-    specs = {0: _spec(a.shape), 1: _spec(w.shape), 2: _spec(bias.shape)}
-    steps = epilogues.attach_epilogues([prod, epi], specs, clean.caps)
-    assert len(steps) == 1 and epilogues.epilogue_of(steps[0]) is not None
-    merged = steps[0]
-    got = _run_step(clean, merged, [a, w, bias], precision, const=(1, 2))[0]
-    mid = _oracle(prod, [a, w])[0]
-    want = _oracle(epi, [mid, bias])[0]
-    _check(got, want, precision != "high")
+    nodes = [node(op, ["a", "w"], ["x"]), *GELU_NODES]
+    inits = {"w": w, "b": bias, **GELU_CONSTS}
+    model = graph(nodes, _in(a=a.shape), ["y"], inits)
+    kernels = _compare(model, {"a": a}, precision, "matmul")
+    assert kernels == ["matmul"], kernels
+    (k,) = [op for op in lowered(model, precision=precision).ops if isinstance(op, KernelOp)
+            if op.shader.data == "matmul"]  # fmt: skip
+    assert "PW_EPI" in k.defines.data
 
 
 # ---------------------------------------------------------------------------
@@ -427,15 +502,15 @@ def test_matmul_epilogue(clean, precision: str, op: str) -> None:  # type: ignor
 
 
 @pytest.mark.slow
-def test_bert_encoder_vulkan_vs_cpu(device) -> None:  # type: ignore[no-untyped-def]
+def test_bert_encoder_vulkan_vs_cpu(session_device) -> None:  # type: ignore[no-untyped-def]
     import vknn
     from tests.unit.models import cosine_and_error, model_inputs, torch_model
 
     model = torch_model("bert_encoder")
     dims = {"batch": 1, "seq": 128}
     feeds = model_inputs(model, dims)
-    cpu = vknn.Session(model, vknn.Config(dims=dims, backends=("cpu",)))
-    vk = vknn.Session(model, vknn.Config(dims=dims))
+    cpu = vknn.Session(model, vknn.Config(dims=dims, backends=("cpu",), cache_file="off"))
+    vk = vknn.Session(model, vknn.Config(dims=dims, cache_file="off"))
     want = cpu.run(feeds)
     got = vk.run(feeds)
     for name, ref in want.items():
@@ -454,7 +529,7 @@ def test_bert_encoder_vulkan_vs_cpu(device) -> None:  # type: ignore[no-untyped-
         f"\nbert_encoder: {on_vk}/{len(backends)} nodes on Vulkan; "
         f"run vulkan {t_vk * 1e3:.1f} ms, cpu {t_cpu * 1e3:.1f} ms"
     )
-    for node, why in fallbacks.items():
-        print(f"  cpu: {node}: {why}")
+    for name, why in fallbacks.items():
+        print(f"  cpu: {name}: {why}")
     vk.close()
     cpu.close()

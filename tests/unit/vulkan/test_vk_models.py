@@ -15,6 +15,7 @@ import pytest
 import vknn
 from tests.unit.conftest import LIGHT_MODELS
 from tests.unit.models import cosine_and_error, light_model, model_inputs, torch_model
+from tests.unit.program_steps import cpu_steps
 
 DIMS = {"batch": 1, "seq": 128}
 MODELS = [*LIGHT_MODELS, "mobilenet_v2", "resnet18", "bert_encoder"]
@@ -78,7 +79,7 @@ def test_disable_vk_ops_keeps_results(disabled: str, session_device) -> None:  #
     kinds = {k for k in disabled.split(",")}
     reasons = forced.fallback_reasons()
     assert reasons and all("disabled by Config.disable_vk_ops" in r for r in reasons.values())
-    assert {s.kind for s in forced.plan.steps if s.backend == "cpu"} <= kinds | {"FusedPointwise"}
+    assert {s.kind for s in cpu_steps(forced)} <= kinds | {"FusedPointwise"}
     for out_name, out in forced.run(feeds).items():
         cos, err, scale = cosine_and_error(full[out_name], out)
         assert cos >= 0.999999 and err <= 1e-4 * scale + 1e-6, (out_name, cos, err)

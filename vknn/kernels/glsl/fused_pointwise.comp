@@ -11,6 +11,10 @@
 // dispatches split at maxComputeWorkGroupCount).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#if VKNN_INT64
+// int64 tensors or values in the body (needs shaderInt64).
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #include "precision.glsl"
 #include "common.glsl"
 

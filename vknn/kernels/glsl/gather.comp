@@ -4,7 +4,8 @@
 // rather than read outside the tensor.
 // Specialization constants: 0 = workgroup size.
 // Push constants: n, base, inner, nidx, dim.
-// Bindings: 0 = data, 1 = indices (int32 words), 2 = out.
+// Bindings: 0 = data, 1 = indices (int32 words; with VKNN_IDX64 int64 as
+// word pairs, an index past 32 bits being out of range), 2 = out.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "movement.glsl"
@@ -30,7 +31,13 @@ void main() {
     uint t = i / p.inner;
     uint j = t % p.nidx;
     uint o = t / p.nidx;
+#if VKNN_IDX64
+    int ix = idx[2u * j];
+    int hi = idx[2u * j + 1u];
+    if (hi != (ix >> 31)) ix = hi < 0 ? -p.dim - 1 : p.dim;  // past 32 bits: out of range
+#else
     int ix = idx[j];
+#endif
     if (ix < 0) ix += p.dim;
     ix = clamp(ix, 0, p.dim - 1);
     y_data[i] = x_data[(o * uint(p.dim) + uint(ix)) * p.inner + k];

@@ -4,8 +4,10 @@
 // 1 is a float denormal, which a float move may flush).
 //
 //   elem   one stored element: uint16_t in the fp16 variant (a float tensor
-//          of an fp16-storage executor), uint otherwise (fp32 floats, and
-//          every int/bool tensor, stored as int32; see vulkan/dtypes.py)
+//          of an fp16-storage executor), uvec2 with VKNN_I64_WORDS (an int64
+//          tensor: two words, no shaderInt64 needed to move it), uint
+//          otherwise (fp32 floats, and every other int/bool tensor, stored
+//          as int32; see vulkan/dtypes.py)
 //
 // The Python side picks the variant per tensor (`dtypes.elem_variant`), so
 // an int tensor in an fp16 executor uses the fp32 variant of these shaders.
@@ -14,7 +16,9 @@
 
 #include "precision.glsl"
 
-#if VKNN_FP16_STORAGE
+#if VKNN_I64_WORDS
+#define elem uvec2
+#elif VKNN_FP16_STORAGE
 #define elem uint16_t
 #else
 #define elem uint

@@ -65,7 +65,11 @@ void main() {
     }
     // if/else, not ?: : a select of 16-bit values needs the Int16 capability.
     if (outside) {
+#if VKNN_I64_WORDS
+        y_data[i] = uvec2(p.fill, uint(int(p.fill) >> 31));  // sign-extended low word
+#else
         y_data[i] = elem(p.fill);
+#endif
     } else {
         y_data[i] = x_data[so];
     }

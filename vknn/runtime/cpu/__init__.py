@@ -15,6 +15,7 @@ from vknn.runtime.cpu import reduce  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import shape_ops  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import resize  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import quant  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import vx_indexing  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import indexing  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import array_ops  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import cumulative  # noqa: E402,F401  isort: skip

@@ -24,6 +24,20 @@ VENDOR_NAMES = {
 }
 
 
+H200_COOPMAT: tuple[tuple[int, int, int, str, str, str, str, str], ...] = tuple(
+    (m, n, k, "f16", "f16", c, c, "subgroup")
+    for (m, n, k) in ((16, 16, 16), (16, 8, 16), (16, 8, 8))
+    for c in ("f16", "f32")
+) + (
+    (16, 16, 32, "s8", "s8", "s32", "s32", "subgroup"),
+    (16, 8, 32, "s8", "s8", "s32", "s32", "subgroup"),
+    (16, 16, 32, "u8", "u8", "u32", "u32", "subgroup"),
+    (16, 8, 32, "u8", "u8", "u32", "u32", "subgroup"),
+    (16, 16, 16, "bf16", "bf16", "f32", "f32", "subgroup"),
+)
+"""What the H200's driver (580.x) lists for VK_KHR_cooperative_matrix."""
+
+
 @dataclass(frozen=True)
 class DeviceCaps:
     """Capabilities of one physical device, as enabled by `Device` (a feature the
@@ -51,9 +65,16 @@ class DeviceCaps:
     """storageBuffer16BitAccess: fp16 tensors in storage buffers."""
     has_fp16_arith: bool = False
     """shaderFloat16: fp16 arithmetic in shaders."""
+    has_int64: bool = False
+    """shaderInt64: 64-bit integer arithmetic in shaders (exact int64 tensors)."""
     has_push_descriptor: bool = False
     has_float_controls2: bool = False
     has_cooperative_matrix: bool = False
+    """VK_KHR_cooperative_matrix is enabled (its `cooperativeMatrix` feature)."""
+    cooperative_matrix_shapes: tuple[tuple[int, int, int, str, str, str, str, str], ...] = ()
+    """Every VkCooperativeMatrixPropertiesKHR the device lists, as (M, N, K,
+    A, B, C, result type, scope), types named "f16", "f32", "bf16", "s8", ...
+    and scope "subgroup" / "workgroup" / ... (empty unless enabled)."""
     rte_fp16: bool = False
     """shaderRoundingModeRTEFloat16: the RoundingModeRTE execution mode works on f16."""
     signed_zero_inf_nan_preserve_fp32: bool = False
@@ -82,6 +103,7 @@ class DeviceCaps:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["pipeline_cache_uuid"] = self.pipeline_cache_uuid.hex()
+        d["cooperative_matrix_shapes"] = [list(x) for x in self.cooperative_matrix_shapes]
         return d
 
     def with_(self, **changes: Any) -> DeviceCaps:
@@ -105,6 +127,7 @@ class DeviceCaps:
             subgroup_size=8,
             has_fp16_storage=True,
             has_fp16_arith=True,
+            has_int64=True,
             has_push_descriptor=True,
             timestamp_valid_bits=64,
             timestamp_period_ns=1.0,
@@ -130,9 +153,11 @@ class DeviceCaps:
             subgroup_size=32,
             has_fp16_storage=True,
             has_fp16_arith=True,
+            has_int64=True,
             has_push_descriptor=True,
             has_float_controls2=True,
             has_cooperative_matrix=True,
+            cooperative_matrix_shapes=H200_COOPMAT,
             rte_fp16=True,
             signed_zero_inf_nan_preserve_fp32=True,
             signed_zero_inf_nan_preserve_fp16=True,

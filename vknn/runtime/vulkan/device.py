@@ -8,7 +8,7 @@ validation layer with a debug-utils messenger that records every message in
 `Device.messages` (tests assert it stays empty).
 
 Features are enabled explicitly and only those VKNN uses: push descriptors,
-16-bit storage, shaderFloat16, float_controls2 (chained by hand: the `vulkan`
+16-bit storage, shaderFloat16, shaderInt64, float_controls2 (chained by hand: the `vulkan`
 package 1.3.275 has no struct for it). Structures are built with `vulkan.ffi`
 directly: the package's wrappers cannot chain every pNext and cost ~6 us each.
 
@@ -43,6 +43,15 @@ STYPE_FLOAT_CONTROLS2_FEATURES = 1000528000
 EXT_FLOAT_CONTROLS2 = "VK_KHR_shader_float_controls2"
 EXT_PUSH_DESCRIPTOR = "VK_KHR_push_descriptor"
 EXT_COOPERATIVE_MATRIX = "VK_KHR_cooperative_matrix"
+COOPERATIVE_MATRIX_HEADER = (1, 3, 255)
+"""The first Vulkan header with VK_KHR_cooperative_matrix (older validation
+layers report its feature struct as unknown: the extension is left off)."""
+_COMPONENT_TYPES = {
+    0: "f16", 1: "f32", 2: "f64", 3: "s8", 4: "s16", 5: "s32", 6: "s64",
+    7: "u8", 8: "u16", 9: "u32", 10: "u64", 1000141000: "bf16",
+    1000491002: "e4m3", 1000491003: "e5m2",
+}  # fmt: skip
+_SCOPES = {1: "device", 2: "workgroup", 3: "subgroup", 5: "queue_family"}
 
 _DEVICE_TYPES = {0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
 _TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "cpu": 3, "other": 4}
@@ -246,6 +255,12 @@ class _Features:
     f16: Any = None
     fc2: Any = None
     keep: list[Any] = field(default_factory=list)
+    coopmat: Any = None
+    """VkPhysicalDeviceCooperativeMatrixFeaturesKHR (with the extension)."""
+
+    @property
+    def cooperative_matrix(self) -> bool:
+        return bool(self.coopmat is not None and self.coopmat.cooperativeMatrix)
 
     @property
     def fp16_storage(self) -> bool:
@@ -267,10 +282,19 @@ class _Features:
 def _feature_chain(api: tuple[int, int, int], exts: set[str]) -> _Features:
     keep: list[Any] = []
     nxt: Any = None
-    v11 = v12 = s16 = f16 = fc2 = None
+    v11 = v12 = s16 = f16 = fc2 = coopmat = None
+    if EXT_COOPERATIVE_MATRIX in exts:
+        coopmat = nxt = _struct(
+            "VkPhysicalDeviceCooperativeMatrixFeaturesKHR",
+            vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+            keep,
+        )
     if EXT_FLOAT_CONTROLS2 in exts:
         fc2 = nxt = _struct(
-            "VkPhysicalDeviceShaderDrawParametersFeatures", STYPE_FLOAT_CONTROLS2_FEATURES, keep
+            "VkPhysicalDeviceShaderDrawParametersFeatures",
+            STYPE_FLOAT_CONTROLS2_FEATURES,
+            keep,
+            pnext=nxt,
         )
     if api >= (1, 2, 0):
         v12 = nxt = _struct(
@@ -305,11 +329,42 @@ def _feature_chain(api: tuple[int, int, int], exts: set[str]) -> _Features:
         keep,
         pnext=nxt,
     )
-    return _Features(head, v11, v12, s16, f16, fc2, keep)
+    return _Features(head, v11, v12, s16, f16, fc2, keep, coopmat)
 
 
-def query_caps(pd: Any, enabled: _Features | None = None) -> DeviceCaps:
-    """DeviceCaps of `pd`; with `enabled`, feature flags are those enabled."""
+def cooperative_matrix_shapes(
+    instance: Any, pd: Any
+) -> tuple[tuple[int, int, int, str, str, str, str, str], ...]:
+    """Every VkCooperativeMatrixPropertiesKHR of `pd` as (M, N, K, A, B, C,
+    result, scope) names (the loader does not export the function: it comes
+    from vkGetInstanceProcAddr); entries with unnamed types are skipped."""
+    addr = lib.vkGetInstanceProcAddr(instance, b"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
+    if addr == ffi.NULL:
+        return ()
+    fn = ffi.cast(
+        "VkResult (*)(VkPhysicalDevice, uint32_t *, VkCooperativeMatrixPropertiesKHR *)", addr
+    )
+    n = ffi.new("uint32_t*")
+    check(fn(pd, n, ffi.NULL), "cooperative matrix property count")
+    props = ffi.new("VkCooperativeMatrixPropertiesKHR[]", n[0])
+    for i in range(n[0]):
+        props[i].sType = vk.VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR
+        props[i].pNext = ffi.NULL
+    check(fn(pd, n, props), "cooperative matrix properties")
+    out = []
+    for i in range(n[0]):
+        p = props[i]
+        types = [_COMPONENT_TYPES.get(int(t)) for t in (p.AType, p.BType, p.CType, p.ResultType)]
+        scope = _SCOPES.get(int(p.scope))
+        if None in types or scope is None or p.saturatingAccumulation:
+            continue
+        out.append((int(p.MSize), int(p.NSize), int(p.KSize), *types, scope))
+    return tuple(out)  # type: ignore[return-value]
+
+
+def query_caps(pd: Any, enabled: _Features | None = None, instance: Any = None) -> DeviceCaps:
+    """DeviceCaps of `pd`; with `enabled`, feature flags are those enabled
+    (cooperative-matrix shapes need the `instance` to look the query up)."""
     props = _properties(pd)
     api = _version(props.apiVersion)
     exts = _device_extensions(pd)
@@ -368,10 +423,16 @@ def query_caps(pd: Any, enabled: _Features | None = None) -> DeviceCaps:
         subgroup_size=sub.subgroupSize,
         has_fp16_storage=feats.fp16_storage,
         has_fp16_arith=feats.fp16_arith,
+        has_int64=bool(feats.head.features.shaderInt64),
         has_push_descriptor=EXT_PUSH_DESCRIPTOR in exts
         and (enabled is None or EXT_PUSH_DESCRIPTOR in enabled_extensions(api, exts)),
         has_float_controls2=feats.float_controls2,
-        has_cooperative_matrix=EXT_COOPERATIVE_MATRIX in exts,
+        has_cooperative_matrix=feats.cooperative_matrix,
+        cooperative_matrix_shapes=(
+            cooperative_matrix_shapes(instance, pd)
+            if feats.cooperative_matrix and instance is not None
+            else ()
+        ),
         rte_fp16=bool(fc is not None and fc.shaderRoundingModeRTEFloat16),
         signed_zero_inf_nan_preserve_fp32=bool(
             fc is not None and fc.shaderSignedZeroInfNanPreserveFloat32
@@ -405,7 +466,7 @@ def compute_queue_family(pd: Any) -> int:
 
 
 def enabled_extensions(api: tuple[int, int, int], exts: set[str]) -> list[str]:
-    want = [EXT_PUSH_DESCRIPTOR, EXT_FLOAT_CONTROLS2]
+    want = [EXT_PUSH_DESCRIPTOR, EXT_FLOAT_CONTROLS2, EXT_COOPERATIVE_MATRIX]
     if api < (1, 2, 0):
         want += [
             "VK_KHR_16bit_storage",
@@ -496,6 +557,10 @@ class Device:
                 self.skipped_extensions[EXT_FLOAT_CONTROLS2] = (
                     f"the validation layer ({'.'.join(map(str, layer_header))}) predates it"
                 )
+            if layer_header < COOPERATIVE_MATRIX_HEADER:
+                self.skipped_extensions[EXT_COOPERATIVE_MATRIX] = (
+                    f"the validation layer ({'.'.join(map(str, layer_header))}) predates it"
+                )
         self.physical = select_physical_device(self.instance, want)
         props = _properties(self.physical)
         api = _version(props.apiVersion)
@@ -516,8 +581,13 @@ class Device:
             enable.v12.shaderFloat16 = query.v12.shaderFloat16
         if enable.f16 is not None:
             enable.f16.shaderFloat16 = query.f16.shaderFloat16
+        # int64 tensors are exact on the device only with 64-bit shader arithmetic.
+        enable.head.features.shaderInt64 = query.head.features.shaderInt64
         if enable.fc2 is not None:
             enable.fc2.shaderDrawParameters = query.fc2.shaderDrawParameters
+        if enable.coopmat is not None:
+            # Only cooperativeMatrix: robust buffer access costs and is unused.
+            enable.coopmat.cooperativeMatrix = query.coopmat.cooperativeMatrix
         self._enabled = enable
         ext_names = enabled_extensions(api, exts)
         self.extensions = set(ext_names)
@@ -548,7 +618,7 @@ class Device:
         q = ffi.new("VkQueue*")
         lib.vkGetDeviceQueue(self.device, self.queue_family, 0, q)
         self.queue = q[0]
-        self.caps = query_caps(self.physical, enabled=enable)
+        self.caps = query_caps(self.physical, enabled=enable, instance=self.instance)
         mem = ffi.new("VkPhysicalDeviceMemoryProperties*")
         lib.vkGetPhysicalDeviceMemoryProperties(self.physical, mem)
         self.memory_properties = mem
