@@ -39,5 +39,6 @@ from vknn.runtime.cpu import quant_onnx  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import detection  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import resize_onnx  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import onnx_nn  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import deform_conv  # noqa: E402,F401  isort: skip
 
 __all__ = ["KERNELS", "has_kernel", "kernel_for", "register"]

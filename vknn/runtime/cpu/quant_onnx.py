@@ -132,3 +132,49 @@ def qlinear_conv(step: Step, inputs: list[Array | None]) -> list[Array]:
     )
     scale = scale.astype(np.float32).reshape((1, -1) + (1,) * (acc.ndim - 2))
     return [_requantize(acc, scale, inputs[7], out_dtype(step))]
+
+
+def _expand_param(step: Step, p: Array | None, x: Array) -> Array | None:
+    """A scale / zero point broadcast to x: scalar, per axis (1-D along
+    `axis`), or blocked (x's shape with `axis` cut in blocks of block_size)."""
+    if p is None or p.size == 1:
+        return None if p is None else p.reshape(())
+    a = int(attr(step, "axis", 1)) % x.ndim
+    block = int(attr(step, "block_size", 0))
+    if block:
+        return np.repeat(p, block, axis=a).take(range(x.shape[a]), axis=a)
+    return p.reshape([-1 if i == a else 1 for i in range(x.ndim)])
+
+
+@register("onnx.QuantizeLinear")
+def quantize_linear(step: Step, inputs: list[Array | None]) -> list[Array]:
+    x = need(inputs[0]).astype(np.float32)
+    scale = _expand_param(step, need(inputs[1]).astype(np.float32), x)
+    zp_in = _opt(inputs, 2)
+    zp = _expand_param(step, zp_in, x)
+    dt = out_dtype(step)
+    y = np.rint(x / scale)
+    if zp is not None:
+        y = y + zp.astype(np.float32)
+    info = np.iinfo(dt)
+    return [np.clip(y, info.min, info.max).astype(dt)]
+
+
+@register("onnx.DequantizeLinear")
+def dequantize_linear(step: Step, inputs: list[Array | None]) -> list[Array]:
+    x = need(inputs[0])
+    scale = _expand_param(step, need(inputs[1]).astype(np.float32), x)
+    zp = _expand_param(step, _opt(inputs, 2), x)
+    if x.dtype.kind in "iu":
+        v = x.astype(np.int32) - (zp.astype(np.int32) if zp is not None else 0)
+    else:  # narrow float types (float8 ...) dequantize by value
+        v = x.astype(np.float32) - (zp.astype(np.float32) if zp is not None else 0)
+    return [(v.astype(np.float32) * scale).astype(out_dtype(step))]
+
+
+@check("onnx.QuantizeLinear", "onnx.DequantizeLinear")
+def _check_q(step: Step) -> str | None:
+    dt = step.out_specs[0].np_dtype if step.out_specs else None
+    if step.op == "onnx.QuantizeLinear" and dt is not None and dt.kind not in "iu":
+        return f"quantizing to {dt} is not implemented"
+    return None
