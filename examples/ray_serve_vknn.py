@@ -27,6 +27,8 @@ import argparse
 import asyncio
 import base64
 import io
+import signal
+import time
 from typing import Any
 
 import numpy as np
@@ -62,7 +64,8 @@ def _split_buckets(text: str) -> tuple[int, ...]:
     return tuple(sorted({int(b) for b in text.split(",") if b.strip()}))
 
 
-@serve.deployment(ray_actor_options={"num_cpus": 0.5})
+# max_ongoing_requests: enough requests reach a replica to fill two batches of 8.
+@serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=16)
 class VknnDeployment:
     def __init__(
         self,
@@ -229,8 +232,10 @@ def main() -> None:
     serve.start(http_options={"host": "0.0.0.0", "port": args.port})
     serve.run(app(args.model, args.replicas, _split_buckets(args.buckets), args.device))
     print(f"serving {args.model} on :{args.port} with {args.replicas} replica(s); Ctrl-C stops")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop cleanly on TERM too
     try:
-        asyncio.run(asyncio.Event().wait())
+        while True:
+            time.sleep(3600)
     except KeyboardInterrupt:
         serve.shutdown()
 
