@@ -148,14 +148,15 @@ class VknnDeployment:
         return await asyncio.to_thread(self.run_samples, requests)
 
     def status(self) -> dict[str, Any]:
-        """The replica's device, batch sizes, and the Vulkan validation
-        messages its device collected (VKNN_VALIDATION=1; none expected)."""
+        """The replica's device, batch sizes, the backends its nodes run on,
+        and the validation messages its device collected (VKNN_VALIDATION=1)."""
         from vknn.runtime.vulkan.context import shared_device
 
         dev = shared_device(self.device)[0] if "vulkan" in self.session.config.backends else None
         return {
             "device": str(self.device),
             "batch_sizes": sorted(self.plans),
+            "backends": sorted(set(self.session.node_backends().values())),
             "validation_messages": [str(m) for m in (dev.messages if dev else [])],
         }
 

@@ -79,6 +79,14 @@ def npy_b64(a: np.ndarray) -> dict[str, str]:
     return {"npy_b64": base64.b64encode(buf.getvalue()).decode()}
 
 
+@pytest.fixture(autouse=True)
+def vulkan_device() -> None:
+    import vknn
+
+    if not vknn.list_devices():
+        pytest.skip("no Vulkan device (the replicas run on lavapipe in CI)")
+
+
 @pytest.fixture
 def local_ray(monkeypatch):  # type: ignore[no-untyped-def]
     # The replicas are worker processes: they import the example from
@@ -147,11 +155,13 @@ def test_serve_batches_over_http(tmp_path: Path, local_ray) -> None:  # type: ig
     assert code == 400 and "the model's inputs are ['x']" in got["error"]
 
     status = onnx_handle.status.remote().result()
-    assert status["batch_sizes"] == [1, 4] and not status["validation_messages"], status
+    assert status["batch_sizes"] == [1, 4] and status["backends"] == ["vulkan"], status
+    assert not status["validation_messages"], status
     vxm_handle = serve.get_app_handle("vxm")
     for _ in range(4):  # either replica; every one must be clean
         status = vxm_handle.status.remote().result()
-        assert status["batch_sizes"] == [1, 2, 4] and not status["validation_messages"], status
+        assert status["batch_sizes"] == [1, 2, 4] and status["backends"] == ["vulkan"], status
+        assert not status["validation_messages"], status
 
 
 def test_batch_is_stacked_chunked_padded_and_split(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
