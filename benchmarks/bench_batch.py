@@ -9,9 +9,10 @@ ResNet-50 and a BERT-base encoder (transformers' BertModel from its default
 config, eager attention), exported with torch.onnx.export (TorchScript
 exporter, opset 17, dynamic batch). vknn runs the ONNX file; PyTorch runs
 the same module (fp16 = half weights, channels-last for CNNs; tf32 = fp32
-with TF32 matmuls/convs), replayed as a CUDA graph with the input already on
-the GPU — the best PyTorch case. vknn's figure includes the host->device
-upload of the input and the readback of the output (Session.run with numpy).
+with TF32 matmuls/convs), replayed as a CUDA graph (eagerly where capture
+fails, as for transformers' BERT) with the input already on the GPU.
+vknn's figure includes the host->device upload of the input and the
+readback of the output (Session.run with numpy).
 Each engine's output is compared (cosine) with PyTorch fp32. The SM clock is
 read with nvidia-smi right after each timed loop. Needs torch (+ torchvision,
 transformers) with CUDA: meant for the lent H200 (`. benchmarks/h200_setup.sh`).
@@ -122,12 +123,21 @@ def torch_engine(module, inputs, mode: str) -> Callable[[], np.ndarray]:  # type
             for _ in range(3):
                 fwd()
         torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        graph: torch.cuda.CUDAGraph | None = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                static_out = fwd()
+        except RuntimeError:  # e.g. transformers' masks copy from the host: run eagerly
+            graph = None
             static_out = fwd()
 
     def run() -> np.ndarray:
-        graph.replay()
+        nonlocal static_out
+        if graph is not None:
+            graph.replay()
+        else:
+            with torch.inference_mode():
+                static_out = fwd()
         torch.cuda.synchronize()
         return static_out
 

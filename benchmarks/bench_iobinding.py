@@ -52,6 +52,8 @@ def measure(path: Path, batch: int, runs: int, precision: str) -> dict:
     (inp,) = sess.get_inputs()
     out_name = sess.get_outputs()[0].name
     shape = sess._session.bucket_inputs[inp.name]
+    if shape[0] != batch:
+        raise SystemExit(f"{path.stem}: its input has a fixed batch of {shape[0]}, not {batch}")
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     want = sess.run([out_name], {inp.name: x})[0]
 

@@ -285,6 +285,7 @@ def _session(model: Any, precision: str, coopmat: bool, layout: str = "nc4hw4"):
     import vknn
 
     os.environ["VKNN_COOPMAT"] = "1" if coopmat else "0"
+    os.environ["VKNN_COOPMAT_CONV"] = "1" if coopmat else "0"  # convs: not the default
     cfg = vknn.Config(precision=precision, cache_file="off", profiling=True, device_layout=layout)
     return vknn.Session(
         model.SerializeToString() if hasattr(model, "SerializeToString") else str(model), cfg
@@ -342,12 +343,16 @@ def check_model(name: str, runs: int, batch: int = 1, autotune: str = "off") -> 
     feeds = model_feeds(path)
     row: dict[str, Any] = {"model": name, "batch": batch, "autotune": autotune}
     outs: dict[str, np.ndarray] = {}
+    # low-coopmat: the default at fp16 storage (products and attention on tensor
+    # cores); low-coopmat-conv: convs on tensor cores too (VKNN_COOPMAT_CONV=1).
     for label, precision, cm in (("high", "high", False), ("low", "low", False),
-                                 ("low-coopmat", "low", True)):  # fmt: skip
+                                 ("low-coopmat", "low", True),
+                                 ("low-coopmat-conv", "low", True)):  # fmt: skip
         try:
             import vknn
 
             os.environ["VKNN_COOPMAT"] = "1" if cm else "0"
+            os.environ["VKNN_COOPMAT_CONV"] = "1" if label.endswith("conv") else "0"
             cfg = vknn.Config(
                 precision=precision, cache_file="off", dims=dims, profiling=True,
                 autotune=autotune if precision == "low" else "off",
@@ -406,6 +411,37 @@ def device_info() -> dict[str, Any]:
     }
 
 
+def markdown(kernels: list[dict[str, Any]], models: list[dict[str, Any]]) -> str:
+    """The results as markdown tables (for docs/performance.md)."""
+    lines = ["| case | coopmat | rel err | coopmat ms | scalar ms | speedup |",
+             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for r in kernels:
+        if "error" in r:
+            lines.append(f"| {r['case']} | error | | | | |")
+            continue
+        sp = f"{r['speedup']:.2f}x" if r.get("speedup") else ""
+        lines.append(
+            f"| {r['case']} | {'yes' if r['selected'] else 'no'} | {r['rel_err']:.1e} "
+            f"| {r['coopmat_ms']:.3f} | {r['scalar_ms']:.3f} | {sp} |"
+        )
+    if models:
+        lines += ["", "| model | batch | high ms (GPU) | low ms (GPU) | low+coopmat ms (GPU) "
+                  "| coopmat dispatches | cos coopmat vs low | cos low vs high |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+
+        def ms(d: dict[str, Any]) -> str:
+            return f"{d['run_ms']:.3f} ({d['gpu_ms']:.3f})" if "run_ms" in d else "error"
+
+        for r in models:
+            h, lo, cm = r.get("high", {}), r.get("low", {}), r.get("low-coopmat", {})
+            lines.append(
+                f"| {r['model']} | {r['batch']} | {ms(h)} | {ms(lo)} | {ms(cm)} "
+                f"| {cm.get('coopmat_dispatches', '')} | {cm.get('cosine_vs_low', 0):.6f} "
+                f"| {lo.get('cosine_vs_high', 0):.6f} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--require-coopmat", action="store_true")
@@ -458,6 +494,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "coopmat_check.json").write_text(json.dumps(result, indent=1))
+    table = markdown(kernels, models)
+    print(table)
+    if args.out:
+        (args.out / "coopmat_check.md").write_text(table + "\n")
     print(f"{len(kernels)} kernel cases, {len(models)} models, {len(bad)} failing")
     return 1 if bad else 0
 

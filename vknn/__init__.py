@@ -33,6 +33,7 @@ _LAZY = {
     "get_device": "vknn.ort_compat",
     "OrtValue": "vknn.ortvalue",
     "IOBinding": "vknn.iobinding",
+    "list_devices": "vknn.devices",
 }
 
 
@@ -66,4 +67,5 @@ __all__ = [
     "get_all_providers",
     "get_available_providers",
     "get_device",
+    "list_devices",
 ]

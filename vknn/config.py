@@ -34,7 +34,7 @@ class Config:
     flow, sequences...) through ONNX's reference implementation (slow; backend
     `onnx-reference`). Off: such an op is a one-line error at compile time."""
     cache_file: str | None = None
-    """The model cache file (runtime.model_cache): None = `<model>.vkcache` next
+    """The model cache file (vknn.model_cache): None = `<model>.vkcache` next
     to a model file (off for in-memory models, or with VKNN_MODEL_CACHE=0);
     "off" = no cache; else this path."""
     device_layout: str = "nc4hw4"
@@ -43,11 +43,11 @@ class Config:
     are stored [N, C/4, H, W, 4]; runtime.vulkan.layouts), "flat" stores every
     device tensor row-major."""
     fastmath: str = "auto"
-    """FPFastMathDefault kernels (runtime.spirv): auto/on where the device has
+    """FPFastMathDefault kernels (vknn.kernels.spirv): auto/on where the device has
     float_controls2, off never."""
     autotune: str = "off"
     """Measure conv/matmul configurations on the device at the first plan
-    ("fast" or "thorough"; runtime.vulkan.autotune); the winners are cached."""
+    ("fast" or "thorough"; vknn.tuning); the winners are cached."""
     profiling: bool = False
     """Record timestamp queries around every Vulkan dispatch (Session.profile())."""
     contexts: int = 2

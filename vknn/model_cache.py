@@ -220,9 +220,9 @@ class ModelCache:
         try:
             outer = msgpack.unpackb(data, raw=False, strict_map_key=True)
         except Exception as e:
-            if len(data) < len(HEADER) and HEADER.startswith(data):
+            if len(data) < len(HEADER) and _starts_like_a_cache(data):
                 return "truncated before its header"
-            if not data.startswith(HEADER):
+            if not _starts_like_a_cache(data[: len(HEADER)]):
                 return "not a VKNN model cache"
             return "truncated" if "incomplete" in str(e) else "corrupt"
         if not isinstance(outer, dict) or outer.get("magic") != MAGIC:
@@ -382,7 +382,17 @@ def is_cache_file(path: Path) -> bool:
             head = f.read(len(HEADER))
     except OSError:
         return False
-    return head == HEADER or (len(head) < len(HEADER) and HEADER.startswith(head))
+    return _starts_like_a_cache(head)
+
+
+def _starts_like_a_cache(head: bytes) -> bool:
+    """A msgpack map header (any size) then the magic entry, or a prefix of that."""
+    entry = HEADER[1:]
+    if not head:
+        return True
+    if not 0x80 <= head[0] <= 0x8F:
+        return False
+    return head[1:].startswith(entry) or (len(head) <= len(entry) and entry.startswith(head[1:]))
 
 
 def _remove_stale_temps(path: Path) -> None:

@@ -40,7 +40,7 @@ from vknn.runtime.target import Target
 from vknn.runtime.vulkan.dtypes import to_device
 from vknn.transforms import segment_steps
 from vknn.transforms.target_option import target_from_attr
-from vknn.transforms.vx_graph import node_name
+from vknn.transforms.vx_graph import node_name, nodes_of
 
 STAGE_BITS = {"compute": 1, "transfer": 2, "host": 4}
 
@@ -140,16 +140,7 @@ def _root(value: SSAValue) -> tuple[vkd.ArenaOp, int]:
 
 
 def _nodes_of(op: Operation) -> list[str]:
-    names: list[str] = []
-    a = op.attributes.get("vkd.nodes")
-    if isinstance(a, StringAttr):
-        names += [n for n in a.data.split(",") if n]
-    else:
-        names.append(node_name(op))
-    f = op.attributes.get("vx.fused_names")
-    if isinstance(f, ArrayAttr):
-        names += [x.data for x in f.data if isinstance(x, StringAttr) and x.data not in names]
-    return names
+    return nodes_of(op)
 
 
 class _Program:
@@ -383,6 +374,7 @@ class _Program:
                 host[r] = len(host)
                 segments[-1]["outputs"].append(host[r])
             report += _report(op)
+        report += _not_run(func, report)
         return {
             "name": func.sym_name.data,
             "inputs": inputs,
@@ -458,6 +450,24 @@ def _report(seg: Operation) -> list[list[str]]:
         for n in _nodes_of(op):
             out.append([n, b.data if isinstance(b, StringAttr) else "cpu",
                         r.data if isinstance(r, StringAttr) else ""])  # fmt: skip
+    return out
+
+
+def _not_run(func: FuncOp, report: list[list[str]]) -> list[list[str]]:
+    """[node, "folded" | "eliminated", ""] for each node of the ONNX graph
+    (`onnx.nodes`, recorded at import) that no segment runs: computed at
+    compile time into a constant, or removed (identities, dead code, views)."""
+    graph = func.attributes.get("onnx.nodes")
+    if not isinstance(graph, ArrayAttr):
+        return []
+    seen = {row[0] for row in report}
+    constants = {node_name(op) for op in func.walk() if op.name in segment_steps.CONSTANT_OPS}
+    out = []
+    for a in graph.data:
+        name = a.data  # type: ignore[attr-defined]
+        if name not in seen:
+            seen.add(name)
+            out.append([name, "folded" if name in constants else "eliminated", ""])
     return out
 
 

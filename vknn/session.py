@@ -20,6 +20,7 @@ several threads at once.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ import numpy as np
 
 from vknn.config import Config
 from vknn.errors import InvalidArgument
+from vknn.runtime.report import NodeRow
 
 Shape = tuple[int, ...]
 
@@ -315,6 +317,7 @@ class Session:
             c.fold_gpu_islands, c.onnx_reference, c.device_layout, c.fastmath, c.autotune,
             c.pipeline,
             tuple(sorted(c.dims.items())), target.to_dict() if target else None, unavailable,
+            os.environ.get("VKNN_COOPMAT_CONV"),
         )  # fmt: skip
         return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
 
@@ -447,6 +450,10 @@ class Session:
         target, unavailable = self._target_info
         module = import_model(self._ensure_proto(), base_dir=self._base_dir, name=self._name)
         tune = self._tune if self.config.autotune != "off" and target is not None else None
+        from vknn.hints import DECLARE_SYNTAX
+
+        # Hints in Config terms, unless a caller (the CLI) chose its own.
+        token = DECLARE_SYNTAX.set("config") if DECLARE_SYNTAX.get() == "pass" else None
         try:
             return compile_module(
                 module,
@@ -459,6 +466,8 @@ class Session:
                 before_convert=tune,
             )
         finally:
+            if token is not None:
+                DECLARE_SYNTAX.reset(token)
             release_weights(module)
 
     def _tune(self, module: Any) -> None:
@@ -721,24 +730,24 @@ class Session:
 
         return sum(s.dispatches for s in self.bucket.spec.segments if isinstance(s, VulkanSegment))
 
+    def node_report(self) -> list[NodeRow]:
+        """Every ONNX node of the model (first bucket): where it runs
+        (`vulkan`, `cpu`, `onnx-reference`, joined by '+' if split), or
+        `folded` / `eliminated`, and why it is off the preferred backend
+        (`vknn.runtime.report`: the source of every report)."""
+        from vknn.runtime.report import node_rows
+
+        return node_rows(self.bucket.spec.nodes, self.config.backends[0])
+
     def node_backends(self) -> dict[str, str]:
-        """ONNX node name -> the backend its ops run on (joined by '+' if split)."""
-        out: dict[str, str] = {}
-        for node, backend, _ in self.bucket.spec.nodes:
-            prev = out.get(node)
-            if prev is None:
-                out[node] = backend
-            elif backend not in prev.split("+"):
-                out[node] = f"{prev}+{backend}"
-        return out
+        """ONNX node name -> the backend its ops run on (joined by '+' if
+        split), for every node that runs (see `node_report` for the rest)."""
+        return {r.name: r.backend for r in self.node_report() if r.runs}
 
     def fallback_reasons(self) -> dict[str, str]:
-        """ONNX node name -> why it is not on the preferred backend."""
-        out: dict[str, str] = {}
-        for node, _, reason in self.bucket.spec.nodes:
-            if reason and node not in out:
-                out[node] = reason
-        return out
+        """ONNX node name -> why it is not (only) on the preferred backend:
+        an entry for every such node."""
+        return {r.name: r.reason for r in self.node_report() if r.reason}
 
 
 def _with_precision(config: Config, default: str) -> Config:

@@ -233,6 +233,14 @@ def test_batch_loop_keeps_inputs_on_the_device(tmp_path, host_crossings) -> None
         got.append(out.numpy())
     for x, y in zip(xs, got, strict=True):
         np.testing.assert_array_equal(y, x * M.W_MUL)
+    # The same binding again and again: one recorded copy program per direction, reused.
+    exe = sess._session.bucket.executable
+    before = sum(len(sc.copies) for c in exe._all for sc in c.segments.values())
+    for _ in range(3):
+        sess.run_with_iobinding(binding)
+        np.testing.assert_array_equal(out.numpy(), xs[-1] * M.W_MUL)
+    after = sum(len(sc.copies) for c in exe._all for sc in c.segments.values())
+    assert after == before <= 8
 
 
 def test_low_precision_session_reads_a_float32_device_tensor(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -261,3 +269,27 @@ def test_bad_bindings_are_one_line_errors(session) -> None:  # type: ignore[no-u
     b.bind_ortvalue_output("Y", wrong)
     with pytest.raises(onnxrt.InvalidArgument, match="shape"):
         session.run_with_iobinding(b)
+
+
+def test_unmapped_device_tensor_goes_through_staging(session) -> None:  # type: ignore[no-untyped-def]
+    """A device without host-visible device memory (a discrete GPU without
+    ReBAR): the tensor's buffer is not mapped; writes and reads are staged."""
+    from vknn.runtime.vulkan.context import shared_device
+    from vknn.runtime.vulkan.memory import STORAGE, TRANSFER_DST, TRANSFER_SRC, Buffer
+
+    device = shared_device(0)[0]
+    usage = STORAGE | TRANSFER_SRC | TRANSFER_DST
+
+    def unmapped(shape: tuple[int, ...]) -> Any:
+        buf = Buffer(device, int(np.prod(shape)) * 4, usage, False)
+        assert buf.host is None
+        return executable.DeviceTensor(device, buf, shape, np.dtype("float32"), np.dtype("float32"))
+
+    x, y = unmapped((3, 2)), unmapped((3, 2))
+    x.write(M.X32)
+    np.testing.assert_array_equal(x.numpy(), M.X32)
+    binding = session.io_binding()
+    binding.bind_ortvalue_input("X", onnxrt.OrtValue(x))
+    binding.bind_ortvalue_output("Y", onnxrt.OrtValue(y))
+    session.run_with_iobinding(binding)
+    np.testing.assert_array_equal(y.numpy(), M.MUL_EXPECTED)

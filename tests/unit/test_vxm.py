@@ -416,12 +416,6 @@ def test_crafted_program_is_one_line(vk_vxm: Path, tmp_path: Path, name: str) ->
     assert "variant 0: " in msg
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known open: a crafted .vxm whose spec constants are out of range (matmul "
-    "BM = 2**31 - 1 sizes its shared arrays) crashes lavapipe; needs the specialized "
-    "module's shared memory checked against the device (runtime/spirv_check.py, owned elsewhere)",
-)
 def test_crafted_spec_constant_is_one_line(
     folder: Path, tmp_path: Path, session_device: Any
 ) -> None:

@@ -1036,6 +1036,9 @@ class _SoftmaxBase(VxOp):
     input = operand_def(TensorType)
     output = result_def(TensorType)
     axis = prop_def(I64Attr)
+    zero_nan = opt_prop_def(BoolAttr)
+    """NaN results are 0 (the exporters' guard Where(IsNaN(p), 0, p) folded
+    in: a row of all -inf, or with NaN / +inf, comes out as zeros)."""
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 

@@ -63,6 +63,9 @@ from vknn.ir.weights import WEIGHTS
 DIM_PARAMS_ATTR = "onnx.dim_params"
 """Argument attribute: the symbolic names of an input's dynamic axes ("" if none)."""
 OUTPUT_NAMES_ATTR = "onnx.output_names"
+NODES_ATTR = "onnx.nodes"
+"""Function attribute: the name of every node of the ONNX graph, in order, so
+the reports can account for nodes folded or eliminated during compilation."""
 
 _SHAPE_INFERENCE_DATA_LIMIT = 4096
 """Initializers larger than this are given to ONNX's type inference as typed
@@ -323,6 +326,9 @@ class _Importer:
             arg_attrs=ArrayAttr(arg_attrs),
         )
         func.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr([StringAttr(o.name) for o in g.output])
+        func.attributes[NODES_ATTR] = ArrayAttr(
+            [StringAttr(n.name or f"{n.op_type}_{i}") for i, n in enumerate(g.node)]
+        )
         module = ModuleOp([func])
         module.attributes[OPSET_ATTR] = IntegerAttr(self.opset, i64)
         return module

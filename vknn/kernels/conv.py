@@ -35,6 +35,7 @@ This module must not import xDSL or the CPU backend, or touch a device.
 from __future__ import annotations
 
 import math
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import replace
@@ -349,7 +350,7 @@ def record_splitk_reduce(
     )  # fmt: skip
 
 
-# -- autotuning: the configs a conv may record with (vknn/runtime/vulkan/autotune.py) --
+# -- autotuning: the configs a conv may record with (vknn/tuning.py) --
 
 GEMM_TILES = ((16, 16), (16, 8), (8, 16), (8, 8))
 """conv.comp's (TX, TY): each 8 or 16 (its 4x4 register blocks must fit the
@@ -424,11 +425,16 @@ def conv_space(
             caps, variant, splitk, g["Mg"], g["OH"] * g["OW"], k, g["N"] * g["G"], total
         )
         if cm is not None:
-            # Tensor cores (fp16 storage): their heuristic config first, its
-            # split-K neighbours, smaller tiles and the scalar GEMM's choice.
-            fast = [cm[0], *cm[1], default]
-            thorough = cm[2] + thorough
-            default = cm[0]
+            # Tensor-core convs (fp16 storage) are autotune candidates, not the
+            # default: as the default on the H200 (torchvision ResNet-50, batch
+            # 64, low) conv_coopmat ran 40.7 ms against the scalar GEMM's
+            # 36.1 ms (docs/performance.md, ADR 0009). Products and attention
+            # measured faster on tensor cores and keep them as the default.
+            fast = [*fast, cm[0], *cm[1]]
+            thorough = thorough + cm[2]
+            if os.environ.get("VKNN_COOPMAT_CONV") == "1":  # coopmat_check, device tests
+                default = cm[0]
+                thorough = [default] + [c for c in thorough if c != default]
     else:
         default = direct[0]
         # The GEMM wastes most of a tile on narrow groups; depthwise never tries it.

@@ -66,6 +66,11 @@ def _padded(values: list[int], fill: int = 1) -> list[int]:
     return list(values) + [fill] * (RANK - len(values))
 
 
+def _idx_defines(idx: TensorArg) -> dict[str, str] | None:
+    """int64 indices (stored as int64) are read as word pairs."""
+    return {"VKNN_IDX64": "1"} if idx.dtype == "int64" else None
+
+
 def record_elements(
     step: Step, ctx: RecordContext, ins: list[TensorArg], outs: list[TensorArg]
 ) -> list[Dispatch | Copy]:
@@ -94,7 +99,7 @@ def record_elements(
     rank = len(data.shape)
     strides = row_strides(data.shape)
     pipe = pipeline(ctx, "indexing", y.dtype, ((1, _MODES[step.op]), (2, max(1, rank))), 3,
-                    _PUSH.size)  # fmt: skip
+                    _PUSH.size, _idx_defines(idx))  # fmt: skip
     dims = _padded(list(idx.shape) or [1])
     strd = _padded(strides or [1], 0)
     extent = data.shape[axis] if data.shape else 1
@@ -126,7 +131,7 @@ def record_gather_nd(
     dims = _padded(list(data.shape[b : b + k]))
     strd = _padded(strides[b : b + k], 0)
     assert n == nbatch * m * sl
-    pipe = pipeline(ctx, "indexing", y.dtype, ((1, 2), (2, 1)), 3, _PUSH.size)
+    pipe = pipeline(ctx, "indexing", y.dtype, ((1, 2), (2, 1)), 3, _PUSH.size, _idx_defines(idx))
     return flat_dispatches(
         pipe,
         [data.binding(), idx.binding(), y.binding(write=True)],
@@ -169,7 +174,8 @@ def record_float_test(
     )
 
 
-register(KernelSpec("vx.gather_elements", _index_gate(2), record_elements))  # type: ignore[arg-type]
-register(KernelSpec("vx.scatter_elements", _index_gate(3), record_elements))  # type: ignore[arg-type]
-register(KernelSpec("vx.gather_nd", _index_gate(2), record_gather_nd))  # type: ignore[arg-type]
+# int64 data and indices move as word pairs (no shaderInt64 needed).
+register(KernelSpec("vx.gather_elements", _index_gate(2), record_elements, int64="words"))  # type: ignore[arg-type]
+register(KernelSpec("vx.scatter_elements", _index_gate(3), record_elements, int64="words"))  # type: ignore[arg-type]
+register(KernelSpec("vx.gather_nd", _index_gate(2), record_gather_nd, int64="words"))  # type: ignore[arg-type]
 register(KernelSpec("vx.float_test", gate_float_test, record_float_test))

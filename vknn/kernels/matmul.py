@@ -281,7 +281,7 @@ def record_gemm(
     return _record(step, ctx, ins, outs, len(own), _geom(step, own))
 
 
-# -- autotuning: the configs a product may record with (vknn/runtime/vulkan/autotune.py) --
+# -- autotuning: the configs a product may record with (vknn/tuning.py) --
 
 TILE_SIDES = (32, 64, 128)
 """matmul.comp's BM and BN: multiples of 4 whose A / B tiles each thread
@@ -440,8 +440,14 @@ def _record_coopmat(
     c = ins[2] if geo.has_c else None
     bm, bn = int(cfg["bm"]), int(cfg["bn"])
     a_kc, b_nc = sa[1] == 1, sb[1] == 1
-    vec_a = coopmat.vec_ok(k if a_kc else m, [sa[0] if a_kc else sa[1], *bsa], geo.a_off)
-    vec_b = coopmat.vec_ok(n if b_nc else k, [sb[0] if b_nc else sb[1], *bsb], geo.b_off)
+    # 64-bit loads along the dim of stride 1 (the other one may be anything,
+    # e.g. 0 for a broadcast, when the chunk's alignment holds).
+    vec_a = (a_kc or sa[0] == 1) and coopmat.vec_ok(
+        k if a_kc else m, [sa[0] if a_kc else sa[1], *bsa], geo.a_off
+    )
+    vec_b = (b_nc or sb[0] == 1) and coopmat.vec_ok(
+        n if b_nc else k, [sb[0] if b_nc else sb[1], *bsb], geo.b_off
+    )
     sg = ctx.caps.subgroup_size
     spec = (
         (1, bm), (2, bn), (3, a_kc), (4, b_nc), (5, c is not None),

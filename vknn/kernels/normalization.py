@@ -67,7 +67,9 @@ def record_softmax(
     rows = math.prod(x.shape[:axis]) * inner
     ls = row_size(ctx.caps, length, per_invocation=4)
     cached = length <= CACHE * ls
-    spec = ((1, step.op == "vx.log_softmax"), (2, cached))
+    spec: tuple[tuple[int, bool], ...] = ((1, step.op == "vx.log_softmax"), (2, cached))
+    if step.attrs.get("zero_nan"):
+        spec += ((3, True),)
     pipe = ctx.pipeline(reduction_shader("softmax", ctx.caps), spec, 2, _SOFTMAX_PUSH.size, ls)
     return row_dispatches(
         pipe,

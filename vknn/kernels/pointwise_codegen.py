@@ -116,7 +116,30 @@ _HELPERS: dict[str, str] = {
     float r = exp2(y * log2(abs(x)));
     return (x < 0.0 && odd) ? -r : r;
 }""",
-    "pw_f16": "float pw_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }",
+    # Round to the nearest fp16 value (ties to even; past 65520 +-inf) with
+    # integer arithmetic, as cast.comp: lavapipe folds unpackHalf(packHalf(x))
+    # into x, which would keep values fp16 cannot hold.
+    "pw_f16": """float pw_f16(float v) {
+    if (isnan(v) || isinf(v)) return v;
+    uint u = floatBitsToUint(v);
+    uint sgn = u & 0x80000000u;
+    uint mag = u & 0x7fffffffu;
+    if (mag >= 0x477ff000u) return uintBitsToFloat(sgn | 0x7f800000u);
+    if (mag >= 0x38800000u) {
+        mag += 0x00000fffu + ((mag >> 13) & 1u);
+        return uintBitsToFloat(sgn | (mag & 0xffffe000u));
+    }
+    uint e = mag >> 23;
+    if (e < 102u) return uintBitsToFloat(sgn);
+    uint m = (mag & 0x007fffffu) | 0x00800000u;
+    uint s = 126u - e;
+    uint q = m >> s;
+    uint rem = m & ((1u << s) - 1u);
+    uint half_ = 1u << (s - 1u);
+    if (rem > half_ || (rem == half_ && (q & 1u) == 1u)) q += 1u;
+    float r = float(q) * 5.9604644775390625e-8;
+    return sgn != 0u ? -r : r;
+}""",
     # Float -> int as onnxruntime's Cast on x86: NaN, inf and values past the
     # range give the minimum (2^31 and 2^63 are exact in fp32).
     "pw_f2i": "int pw_f2i(float x) { return (isnan(x) || x >= 2147483648.0 "
@@ -375,7 +398,9 @@ class _Body:
         if name in ("arith.sitofp", "arith.uitofp"):
             if src == "bool":
                 return f"float({a[0]})"
-            return f"float({_unsigned(a[0], src) if name == 'arith.uitofp' else a[0]})"
+            v = f"float({_unsigned(a[0], src) if name == 'arith.uitofp' else a[0]})"
+            # An f16 result is an f16 value (2^40 is inf), as the oracle's cast.
+            return f"{h('pw_f16')}({v})" if dtype == "float16" else v
         if name in ("arith.fptosi", "arith.fptoui"):
             if wide:
                 return f"{h('pw_f2l')}({a[0]})"
@@ -500,7 +525,9 @@ class _Body:
         if name in ("arith.sitofp", "arith.uitofp"):
             if at[0] == "bool":
                 return f"float({a[0]})"
-            return f"float({a[0]})" if name == "arith.sitofp" else f"float(uint({a[0]}))"
+            v = f"float({a[0]})" if name == "arith.sitofp" else f"float(uint({a[0]}))"
+            # An f16 result is an f16 value (past 65520 is inf), as the oracle's cast.
+            return f"{h('pw_f16')}({v})" if op.out_specs[0].dtype == "float16" else v
         if name in ("arith.fptosi", "arith.fptoui"):
             if ty == "bool":
                 return f"({a[0]} != 0.0)"

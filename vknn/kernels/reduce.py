@@ -1,6 +1,8 @@
 """Kernel spec of `vx.reduce` (glsl/reduce.comp`): every float ReduceKind
-over any sorted axes set, with or without keepdims. argmax/argmin are
-refused (their i64 result is not stored on the GPU yet).
+over any sorted axes set, with or without keepdims; argmax/argmin of float
+tensors over their one axis, the int64 result written as word pairs;
+sum/max/min/prod of int64 tensors in 64 bits (shaderInt64), one invocation
+per output.
 
 The host collapses the input into alternating kept / reduced dim groups
 (adjacent dims of one kind merge: they are contiguous in a row-major
@@ -116,16 +118,28 @@ def collapse_reduction(
     return kd, ks, rd, rs
 
 
+ARG_KINDS = ("argmax", "argmin")
+INT64_KINDS = ("sum", "max", "min", "prod")
+
+
 def gate_reduce(
     step: Step, caps: DeviceCaps, in_specs: list[TensorSpec] | None = None
 ) -> str | None:
     kind = step.attrs.get("kind")
-    if kind in ("argmax", "argmin"):
-        return f"{step.kind}: int64 index results are not stored on the GPU yet"
     if kind not in reduce_kinds():
         return f"{step.kind}: kind '{kind}' has no Vulkan shader yet"
     out = step.out_specs[0]
     specs = [out, *(in_specs or [])]
+    if kind in ARG_KINDS:
+        if out.dtype != "int64" or len(step.attrs.get("axes") or ()) != 1:
+            return f"{step.kind}: {kind} gives int64 over one axis"
+        specs = specs[1:]
+    elif out.dtype == "int64":
+        if kind not in INT64_KINDS:
+            return f"{step.kind}: {kind} of int64 tensors has no Vulkan kernel ({INT64_KINDS})"
+        if not caps.has_int64:
+            return f"{step.kind}: int64 arithmetic needs shaderInt64, which the target lacks"
+        specs = [s for s in specs if s.dtype != "int64"]
     for s in specs:
         if s.dtype not in FLOAT_DTYPES:
             return f"{step.kind}: {s.dtype} tensors are not supported on Vulkan yet"
@@ -135,7 +149,7 @@ def gate_reduce(
     n = math.prod(x.shape)
     if n == 0:
         return f"{step.kind}: empty input"
-    if n >= 1 << 31 or 4 * n > caps.max_storage_buffer_range:
+    if n >= 1 << 31 or (8 if x.dtype == "int64" else 4) * n > caps.max_storage_buffer_range:
         return f"{step.kind}: input exceeds 32-bit indexing or maxStorageBufferRange"
     kd, _, rd, _ = collapse_reduction(tuple(x.shape), tuple(step.attrs["axes"]))
     if len(kd) > MAX_GROUPS or len(rd) > MAX_GROUPS:
@@ -154,21 +168,26 @@ def record_reduce(
     kd, ks, rd, rs = collapse_reduction(x.shape, tuple(step.attrs["axes"]))
     count = math.prod(rd)
     n_out = y.size
-    wg_per_out = count >= WG_THRESHOLD
+    int64 = x.dtype == "int64"
+    wg_per_out = count >= WG_THRESHOLD and not int64
 
     def pad(v: list[int], fill: int) -> list[int]:
         return [fill] * (MAX_GROUPS - len(v)) + v
 
     tail = (*pad(kd, 1), *pad(ks, 0), *pad(rd, 1), *pad(rs, 0))
     kind = reduce_kinds()[step.attrs["kind"]]
+    last = bool(step.attrs.get("select_last_index"))
     label = f"{step.node} ({step.kind})"
     product = TensorSpec("product", y.shape, y.dtype)
     defines = subgroup_defines(ctx.caps) if wg_per_out else {}
+    if int64:
+        defines = {**defines, "VKNN_INT64": "1"}
     shader, epi = epilogues.variant("reduce", step, product, extra, 2, defines)
     bindings = [x.binding(), y.binding(write=True), *epi]
     if wg_per_out:
         ls = row_size(ctx.caps, count, per_invocation=4)
-        pipe = ctx.pipeline(shader, ((1, kind), (2, True)), len(bindings), _PUSH.size, ls)
+        spec = ((1, kind), (2, True), (3, last))
+        pipe = ctx.pipeline(shader, spec, len(bindings), _PUSH.size, ls)
         return row_dispatches(
             pipe,
             bindings,
@@ -179,7 +198,7 @@ def record_reduce(
             label,
         )
     ls = row_size(ctx.caps, n_out, want=128)
-    pipe = ctx.pipeline(shader, ((1, kind), (2, False)), len(bindings), _PUSH.size, ls)
+    pipe = ctx.pipeline(shader, ((1, kind), (2, False), (3, last)), len(bindings), _PUSH.size, ls)
     return flat_dispatches(
         pipe,
         bindings,
@@ -191,5 +210,6 @@ def record_reduce(
     )
 
 
-register(KernelSpec("vx.reduce", gate_reduce, record_reduce))
+# argmax/argmin write their int64 result as word pairs (no shaderInt64).
+register(KernelSpec("vx.reduce", gate_reduce, record_reduce, int64="words"))
 epilogues.register_host("vx.reduce")

@@ -108,18 +108,7 @@ class DeviceTensor:
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.storage.itemsize
 
-    def _staged(self, fn: Any) -> None:
-        """Run fn(host buffer) on a staging buffer copied from/to the device buffer."""
-        from vknn.runtime.vulkan.memory import TRANSFER_DST, TRANSFER_SRC, Buffer
-
-        st = Buffer(self.device, self.nbytes, TRANSFER_SRC | TRANSFER_DST, True)
-        try:
-            fn(st)
-        finally:
-            st.destroy()
-
     def write(self, x: np.ndarray, what: str = "tensor") -> None:
-        from vknn.runtime.vulkan.commands import copy_once
         from vknn.runtime.vulkan.dtypes import to_device
 
         if tuple(x.shape) != self.shape:
@@ -128,31 +117,30 @@ class DeviceTensor:
             data = to_device(np.asarray(x), self.dtype.name, self.storage, what)
         except ValueError as e:
             raise InvalidArgument(str(e)) from None
-        if self.buffer.host is not None:
+        if self.buffer.host is None:
+            self._staging(data)
+        else:
             self.buffer.write(0, data)
-            return
-
-        def up(st: Any) -> None:
-            st.write(0, data)
-            copy_once(self.device, st, self.buffer, self.nbytes)
-
-        self._staged(up)
 
     def numpy(self) -> np.ndarray:
-        from vknn.runtime.vulkan.commands import copy_once
-
-        if self.buffer.host is not None:
-            raw = self.buffer.read(0, self.nbytes)
-        else:
-            got: list[np.ndarray] = []
-
-            def down(st: Any) -> None:
-                copy_once(self.device, self.buffer, st, self.nbytes)
-                got.append(st.read(0, self.nbytes))
-
-            self._staged(down)
-            raw = got[0]
+        mapped = self.buffer.host is not None
+        raw = self.buffer.read(0, self.nbytes) if mapped else self._staging()
         return _from_device(raw.view(self.storage), self.dtype.name, self.shape)
+
+    def _staging(self, data: np.ndarray | None = None) -> Any:
+        """Write `data` (else read the bytes) through a staging buffer."""
+        from vknn.runtime.vulkan.commands import copy_once
+        from vknn.runtime.vulkan.memory import TRANSFER_DST, TRANSFER_SRC, Buffer
+
+        st = Buffer(self.device, self.nbytes, TRANSFER_SRC | TRANSFER_DST, True)
+        try:
+            if data is not None:
+                st.write(0, data)
+                return copy_once(self.device, st, self.buffer, self.nbytes)
+            copy_once(self.device, self.buffer, st, self.nbytes)
+            return st.read(0, self.nbytes)
+        finally:
+            st.destroy()
 
     def __del__(self) -> None:
         buf = getattr(self, "buffer", None)
@@ -168,13 +156,23 @@ def _host(v: Any) -> Any:
     return v.numpy() if isinstance(v, DeviceTensor) else v
 
 
-def _device_copies(device: Any, pairs: list[tuple[Any, int, Any, int, int]]) -> None:
+def _device_copies(sc: _SegmentContext, pairs: list[tuple[Any, int, Any, int, int]]) -> None:
     """Buffer-to-buffer copies (src, offset, dst, offset, bytes) in one submit,
     after the compute/transfer writes of earlier submits to the sources and
-    before any later reads or writes of the destinations."""
+    before any later reads or writes of the destinations. The command buffer
+    is kept per set of buffers (a batch loop binds the same tensors every
+    run) while those buffers live; at most 8 per segment context."""
     from vknn.runtime.program import STAGE_COMPUTE, STAGE_HOST, STAGE_TRANSFER, Range
     from vknn.runtime.vulkan.commands import CommandProgram
 
+    key = tuple((id(a), ao, id(b), bo, n) for a, ao, b, bo, n in pairs)
+    hit = sc.copies.pop(key, None)
+    if hit is not None and all(b.handle is not None for b in hit[1]):
+        sc.copies[key] = hit  # most recent last
+        hit[0].run()
+        return
+    if hit is not None:  # a tensor of it was freed
+        hit[0].destroy()
     bufs: list[Any] = []
     cmds: list[Any] = []
     srcs, dsts = [], []
@@ -187,12 +185,12 @@ def _device_copies(device: Any, pairs: list[tuple[Any, int, Any, int, int]]) -> 
     every = STAGE_COMPUTE | STAGE_TRANSFER
     cmds = [BarrierCmd(every, STAGE_TRANSFER, tuple(srcs + dsts)), *cmds,
             BarrierCmd(STAGE_TRANSFER, every | STAGE_HOST, tuple(dsts))]  # fmt: skip
-    prog = CommandProgram(device)
-    try:
-        prog.record(cmds, bufs, [])
-        prog.run()
-    finally:
-        prog.destroy()
+    prog = CommandProgram(sc.program.device)
+    prog.record(cmds, bufs, [])
+    if len(sc.copies) >= 8:
+        sc.copies.pop(next(iter(sc.copies)))[0].destroy()
+    sc.copies[key] = (prog, bufs)  # the Buffer objects held: their ids stay unique
+    prog.run()
 
 
 @dataclass
@@ -202,6 +200,8 @@ class _SegmentContext:
     segment: VulkanSegment
     buffers: list[Any]
     program: Any
+    copies: dict[Any, Any] = field(default_factory=dict)
+    """Device-copy command buffers by the buffers they copy (`_device_copies`)."""
 
 
 @dataclass
@@ -452,7 +452,7 @@ class Executable:
                 raise InvalidArgument(str(e)) from None
             sc.buffers[u.arena].write(u.offset, data)
         if copies:
-            _device_copies(self.device, copies)
+            _device_copies(sc, copies)
         t1 = time.perf_counter_ns()
         sc.program.run()
         t2 = time.perf_counter_ns()
@@ -471,7 +471,7 @@ class Executable:
             raw = sc.buffers[d.arena].read(d.offset, n * st.itemsize).view(st)
             values[v] = _from_device(raw, d.dtype, d.shape)
         if copies:
-            _device_copies(self.device, copies)
+            _device_copies(sc, copies)
         if profile is not None or trace is not None:
             timings = sc.program.timings_ns()
             for rec, ns in timings if profile is not None else ():
@@ -510,6 +510,8 @@ class Executable:
         for ctx in held:
             for sc in ctx.segments.values():
                 sc.program.destroy()
+                for prog, _ in sc.copies.values():
+                    prog.destroy()
         for b in self._buffers:
             b.destroy()
         self._buffers.clear()

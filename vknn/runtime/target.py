@@ -190,6 +190,12 @@ def unmet(target: Target, caps: Any) -> str | None:
     for what, need, have in features:
         if need and not have:
             return what
+    if t.cooperative_matrix and c.subgroup_size != t.subgroup_size:
+        # The coopmat kernels lay 4 subgroups of exactly this size over a tile.
+        return (
+            f"subgroups of exactly {t.subgroup_size} lanes for cooperative-matrix kernels "
+            f"(the device has {c.subgroup_size})"
+        )
     have_cm = set(getattr(c, "cooperative_matrix_shapes", ()) or ())
     for shape in t.cooperative_matrix:
         if tuple(shape) not in have_cm:

@@ -7,7 +7,8 @@
   warm (a second session on the cache), and the first run;
 - latency: `--warmup` runs, then `--runs` timed runs: p50/p90/p99 and mean,
   throughput = batch x runs / time;
-- devices: one session per device (`--devices all`: every Vulkan device),
+- devices: one session per device (`--devices all`: every Vulkan GPU, or the
+  CPU devices (lavapipe) on a machine without one),
   requests spread across them from threads (two per session), every output
   checked against the first device's for the same input; the same code path
   with one device, and with several the single-device throughput is measured
@@ -129,8 +130,6 @@ def _sessions(args: argparse.Namespace, indices: list[int], tmp: Path) -> tuple[
         cache_file=str(tmp / "bench.vkcache"),
         **_batch_config(args.model, args.batch, _dims(args.dims)),
     )
-    if "vulkan" not in base["backends"]:
-        indices = [0]
     t0 = time.perf_counter()
     first = vknn.Session(args.model, vknn.Config(device=indices[0], **base))
     cold = time.perf_counter() - t0
@@ -227,11 +226,18 @@ def ort_side(path: Path, feeds: dict, warmup: int, runs: int) -> dict[str, Any] 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     from vknn.runtime.vulkan.context import physical_devices
 
-    n_dev = len(physical_devices())
-    if args.devices == "all":
-        indices = list(range(n_dev)) or [0]
+    devs = physical_devices()
+    indices: list[Any]
+    if "vulkan" not in args.backends.split(","):
+        indices = [None]  # one CPU session
+    elif args.devices == "all":  # the GPUs; a software rasterizer only where there is none
+        gpus = [i for i, (_, kind) in enumerate(devs) if kind != "cpu"]
+        indices = gpus or list(range(len(devs))) or [0]
     else:
-        indices = [int(d) for d in str(args.devices).split(",") if d.strip() != ""]
+        from vknn.runtime.vulkan.context import resolve
+
+        parts = [d.strip() for d in str(args.devices).split(",") if d.strip()]
+        indices = [resolve(d) for d in parts] or [resolve(None)]
     with tempfile.TemporaryDirectory() as tmp:
         sessions, start = _sessions(args, indices, Path(tmp))
         try:
@@ -257,7 +263,7 @@ def _measure(args: argparse.Namespace, sessions: list[Any], indices: list[int],
         "latency_ms": percentiles(ms),
         "throughput_per_s": batch * len(ms) / (sum(ms) / 1000),
         "samples_ms": ms,
-        "machine": machine(indices),
+        "machine": machine([i for i in indices if i is not None]),
     }
     # Several sessions: requests from threads, checked against device 0's outputs.
     inputs = [_random_inputs_seeded(first, s) for s in range(4)]

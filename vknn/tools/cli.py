@@ -104,13 +104,20 @@ def _compile_model(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no
     timings: list[tuple[str, float]] = []
     mark = [time.perf_counter()]
 
+    from vknn.progress import Bar
+
+    passes = PassPipeline.parse_spec(available_passes(), spec).passes
+    bar = Bar(len(passes), "vknn compile (graph)")
+
     def callback(prev, _module, _next) -> None:  # type: ignore[no-untyped-def]
         now = time.perf_counter()
         if prev is not None:
             timings.append((prev.name, now - mark[0]))
+            bar.update(1, _next.name if _next is not None else "")
         mark[0] = now
 
-    PassPipeline.parse_spec(available_passes(), spec, callback).apply(ctx, module)
+    with bar:
+        PassPipeline(passes, callback).apply(ctx, module)
     module.verify()
     after = _op_counts(module)
 
@@ -268,51 +275,39 @@ def _compile_text(args: argparse.Namespace, vkd_out) -> int:  # type: ignore[no-
 
 
 def _write_support_report(module, args: argparse.Namespace, target_entry) -> None:  # type: ignore[no-untyped-def]
-    """Partition a copy of the module exactly as a session would (without
-    the island-folding hint) and write which backend each node lands on."""
+    """Lower a copy of the module exactly as a session would and write where
+    each node of the graph lands (the same rows as `Session.node_report`)."""
     import json
 
-    from vknn.compiler import LoweringOptions, lower
+    from vknn.compiler import lower
 
     target, why = target_entry
     opts = _lowering_options(args, why)
-    opts = LoweringOptions(**{**opts.__dict__, "fold_gpu_islands": 0})
     lowered = lower(module.clone(), opts, target)
     report = support_report(lowered)
     args.support_report.write_text(json.dumps(report, indent=1) + "\n")
     s = report["summary"]
     on = getattr(target, "name", None) or f"no device ({why})"
+    others = ", ".join(f"{b} {n}" for b, n in s.items() if b not in ("total", "vulkan", "reasons"))
     print(
-        f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan, {s.get('cpu', 0)} on the CPU "
-        f"(gates of {on}) -> {args.support_report}"
+        f"support  {s.get('vulkan', 0)}/{s['total']} nodes on Vulkan"
+        f"{'; ' + others if others else ''} (gates of {on}) -> {args.support_report}"
     )
 
 
-def support_report(module) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    """Which backend each ONNX node of a lowered module runs on, and why."""
+def support_report(module, preferred: str = "vulkan") -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Which backend each ONNX node of a lowered module runs on (or that it
+    is folded / eliminated), and why (`vknn.runtime.report`, as the session)."""
+    from vknn.runtime.report import node_rows, summary
     from vknn.serialize import module_to_program
 
     program = module_to_program(module)
-    nodes: list[dict] = []  # type: ignore[type-arg]
-    seen: dict[str, dict] = {}  # type: ignore[type-arg]
-    for node, backend, reason in program["buckets"][0]["nodes"]:
-        row = seen.get(node)
-        if row is None:
-            row = seen[node] = {"name": node, "backend": backend}
-            nodes.append(row)
-        elif row["backend"] != backend:
-            row["backend"] = "cpu" if backend in ("cpu", "onnx-reference") else row["backend"]
-        if reason and "reason" not in row:
-            row["reason"] = reason
-    summary: dict = {"total": len(nodes)}  # type: ignore[type-arg]
-    fams = Counter(
-        "cpu" if n["backend"] in ("cpu", "onnx-reference") else n["backend"] for n in nodes
-    )
-    summary.update(sorted(fams.items()))
-    reasons = Counter(n["reason"] for n in nodes if "reason" in n)
-    if reasons:
-        summary["reasons"] = dict(reasons.most_common())
-    return {"nodes": nodes, "summary": summary}
+    rows = node_rows(program["buckets"][0]["nodes"], preferred)
+    nodes = [
+        {"name": r.name, "backend": r.backend, **({"reason": r.reason} if r.reason else {})}
+        for r in rows
+    ]
+    return {"nodes": nodes, "summary": summary(rows)}
 
 
 def _shapes_text(shapes: dict[str, tuple[int, ...]]) -> str:
@@ -414,12 +409,10 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     outputs = session.run(feeds)
     t_run = time.perf_counter() - t0
-    backends = Counter(session.node_backends().values())
+    from vknn.runtime.report import plan_line
+
     print(f"model    {args.model}")
-    print(
-        f"plan     {t_plan * 1000:.1f} ms; nodes by backend: "
-        + ", ".join(f"{b} {n}" for b, n in sorted(backends.items()))
-    )
+    print(f"plan     {t_plan * 1000:.1f} ms; {plan_line(session.node_report())}")
     print(f"run      {t_run * 1000:.1f} ms")
     ref = None
     if args.compare_ort:
@@ -604,6 +597,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace", type=Path, default=None, help="write a Chrome-trace JSON of one profiled run"
     )
     r.set_defaults(func=_run)
+    k = sub.add_parser("cache", help="list or clear model caches and the user cache")
+    k.add_argument("action", choices=("list", "clear"))
+    k.add_argument("paths", nargs="*", type=Path, help="models, .vkcache files or folders")
+    k.add_argument("--user", action="store_true", help="clear: also the user folder's SPIR-V")
+    k.set_defaults(func=_cache)
     d = sub.add_parser("devices", help="list the Vulkan devices and what the compiler sees")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=_devices)
@@ -616,7 +614,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backends", default="vulkan,cpu")
     b.add_argument("--dims", default="", help="symbolic dims, seq=128")
     b.add_argument(
-        "--devices", default="0", help='"all" (one session per Vulkan device) or indices: 0,1'
+        "--devices",
+        default="",
+        help='"all" (a session per GPU), or indices or names: 0,1 (default: the default device)',
     )
     b.add_argument("--no-ort", action="store_true", help="skip onnxruntime (CPU) side by side")
     b.add_argument("--json", type=Path, default=None, help="write every number as JSON")
@@ -625,15 +625,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from vknn.tools.cache_cmd import clear_caches, list_caches
+
+    if args.action == "list":
+        return list_caches(args.paths or [Path.cwd()])
+    return clear_caches(args.paths, args.user)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    from vknn.hints import DECLARE_SYNTAX
+
     args = build_parser().parse_args(argv)
+    token = DECLARE_SYNTAX.set("cli")
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        text = str(message)
+        if not text.startswith("vknn: "):
+            return shown(message, category, filename, lineno, file, line)
+        print(f"vknn: warning: {text.removeprefix('vknn: ')}", file=sys.stderr)
+
+    warnings.showwarning = show
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", UserWarning)  # every run says its own
+            return args.func(args)
     except VknnError as e:
         print(f"vknn: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except BaseException as e:  # noqa: BLE001  (the last line of defence: one line, never a traceback)
         return top_level_error("vknn", e)
+    finally:
+        warnings.showwarning = shown
+        DECLARE_SYNTAX.reset(token)
 
 
 def top_level_error(tool: str, e: BaseException) -> int:

@@ -81,8 +81,11 @@ def render() -> str:
         "## ONNX operators (default domain)",
         "",
         "`vx`: lowered by convert-onnx-to-vx and run by the `vx` kernels above.",
-        "`onnx.reference`: no `vx` lowering; runs on the CPU through ONNX's reference",
-        "implementation, reported as backend `onnx-reference` by `Session.node_backends()`.",
+        "`onnx`: no `vx` lowering; stays an `onnx.*` op, run on the CPU by our numpy kernel",
+        "of that op (`vknn/runtime/cpu/`; it also runs the op when a lowering refuses a",
+        "node). `none`: no kernel of ours: a one-line error at compile time, unless",
+        "`Config(onnx_reference=True)` opts in to ONNX's reference implementation",
+        "(backend `onnx-reference` in `Session.node_backends()`).",
         "",
         "| ONNX op | since opset (newest) | path | CPU |",
         "|---|---|---|---|",
@@ -92,11 +95,18 @@ def render() -> str:
         if s.domain == "":
             latest[s.name] = max(latest.get(s.name, 0), s.since_version)
     for name in sorted(latest):
-        path = "vx" if name in LOWERINGS else "onnx.reference"
-        cpu = "numpy kernels" if path == "vx" else "onnx.reference"
+        own = has_kernel(f"onnx.{name}")
+        path = "vx" if name in LOWERINGS else ("onnx" if own else "none")
+        cpu = "numpy kernels" if path != "none" else "onnx.reference (opt-in)"
         lines.append(f"| {name} | {latest[name]} | {path} | {cpu} |")
     lowered = sum(1 for n in latest if n in LOWERINGS)
-    lines += ["", f"{lowered} of {len(latest)} ONNX operators lower to `vx`.", ""]
+    own = sum(1 for n in latest if n not in LOWERINGS and has_kernel(f"onnx.{n}"))
+    lines += [
+        "",
+        f"{lowered} of {len(latest)} ONNX operators lower to `vx`; {own} more run on our "
+        f"CPU kernels as `onnx.*` ops; {len(latest) - lowered - own} have no kernel of ours.",
+        "",
+    ]
     lines += _conformance_section()
     return "\n".join(lines)
 

@@ -6,7 +6,8 @@ Folds, to convergence with infer-shapes' type refinement:
   * ConstantOfShape with a constant shape, as a zero-copy splat in the weight
     store (VGG-19's fully connected weights cost no memory until used);
   * any other deterministic operator whose inputs are all constants, evaluated
-    by ONNX's reference implementation so every opset's semantics are ONNX's.
+    by the CPU kernel of its `onnx.*` op (vknn.runtime.cpu), or, for an op with
+    no such kernel, by ONNX's reference implementation (imported only then).
 Results become `onnx.Constant` ops (inline when small, else resources).
 """
 
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NoneType, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -211,7 +211,20 @@ def _replace_with_vx_constants(rewriter: PatternRewriter, op: Operation, values:
 
 
 def evaluate(op: OnnxOp, values: list[np.ndarray | None]) -> list[np.ndarray] | None:
-    """Run one op on constant inputs with ONNX's reference implementation."""
+    """Run one op on constant inputs: our CPU kernel of the `onnx.*` op when
+    there is one, else ONNX's reference implementation."""
+    from vknn.ir.to_plan import op_step
+    from vknn.runtime.cpu.registry import kernel_for, refusal
+
+    if kernel_for(op.name) is not None:
+        try:
+            step = op_step(op)
+            if refusal(step) is None:
+                return list(kernel_for(op.name)(step, list(values)))  # type: ignore[misc]
+        except Exception:
+            return None  # not foldable here; the op stays and runs at inference time
+    from onnx.reference import ReferenceEvaluator  # only for ops with no kernel of ours
+
     names = ValueNames([op])
     node = node_proto(op, names)
     inits = [

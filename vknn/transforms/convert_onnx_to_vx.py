@@ -758,6 +758,26 @@ def _normalized(lo: Lowering, x: SSAValue, groups: int, eps: float) -> SSAValue:
     return lo.reshape(y, shape)
 
 
+@lowers("MeanVarianceNormalization")
+def _mvn(lo: Lowering) -> list[SSAValue]:
+    """A layernorm (scale 1) over the reduced axes, where they are the
+    trailing axes once size-1 dims are ignored (NCHW with N = 1 and the
+    default axes [0, 2, 3] is a per-channel normalization)."""
+    x = lo.x(0)
+    shape = lo.shape(x)
+    axes = {_axis(int(a), len(shape)) for a in lo.attr("axes", [0, 2, 3])}
+    kept = [d for d in range(len(shape)) if d not in axes and shape[d] > 1]
+    reduced = [d for d in axes if shape[d] > 1]
+    if kept and reduced and max(kept) > min(reduced):
+        raise NotLowered("the normalized axes are not trailing")
+    rows = math.prod(shape[d] for d in kept)
+    flat = lo.reshape(x, (rows, math.prod(shape) // max(rows, 1)))
+    one = lo.constant(np.ones((1,), numpy_dtype(lo.element(x))), "one")
+    # ONNX's function body: (x - mean) / sqrt(var + 1e-9).
+    y = lo.emit(vx.LayerNormOp, [flat, one], flat.type, axis=_i64(1), epsilon=_f32(1e-9))
+    return [lo.reshape(y, shape)]
+
+
 @lowers("InstanceNormalization")
 def _instance_norm(lo: Lowering) -> list[SSAValue]:
     x = lo.x(0)
@@ -974,6 +994,7 @@ def _gather(lo: Lowering) -> list[SSAValue]:
     data = lo.shape(0)
     axis = _axis(lo.attr("axis", 0), len(data))
     indices = lo.x(1)
+    _indices_in_range(lo, 1, data[axis])
     known = constant_value(indices)
     if known is not None and (known < 0).any():
         # Constant negative indices are normalized here, once.

@@ -57,6 +57,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from vknn.dialects import vkd
+from vknn.dialects.onnx import NAME_ATTR
 from vknn.errors import InvalidArgument
 from vknn.ir.to_plan import plain
 from vknn.ir.types import element_from_numpy
@@ -72,6 +73,7 @@ from vknn.transforms import segment_steps
 from vknn.transforms.assign_storage import parse, storage_of
 from vknn.transforms.lower_conv import ALGORITHM_ATTR, IMPLICIT_GEMM
 from vknn.transforms.target_option import module_target
+from vknn.transforms.vx_graph import nodes_of
 
 CONFIG_ATTR = "vkd.config"
 """Op attribute: the algorithm/tile configuration to record the op with."""
@@ -579,6 +581,9 @@ class ConvertVxToVkdPass(ModulePass):
             s for s in op.walk() if isinstance(s, vkd.SegmentOp) and s.backend.data == "vulkan"
         ]
         lowering = {s: SegmentLowering(s, target, kernels, fast) for s in segments}
+        # Every node a segment computes, before ops that record nothing
+        # (reshapes, views) disappear: the report names them as on Vulkan.
+        members = {s: _segment_nodes(s) for s in segments}
         families = sorted({_family_of(n) for n in KERNELS} | {"convert_storage"})
         walker = PatternRewriteWalker(
             GreedyRewritePatternApplier(
@@ -589,11 +594,33 @@ class ConvertVxToVkdPass(ModulePass):
         for seg in segments:
             walker.rewrite_region(seg.body)
             new = _finish(lowering[seg])
+            recorded = {
+                n
+                for d in new.body.block.ops
+                if isinstance(d, vkd.DispatchOp)
+                and isinstance(names := d.attributes.get(NAME_ATTR), StringAttr)
+                for n in names.data.split(",")
+            }
+            silent = [n for n in members[seg] if n not in recorded]
+            if silent:
+                new.attributes["vkd.silent_nodes"] = ArrayAttr([StringAttr(n) for n in silent])
             seg.parent_block().insert_op_before(new, seg)  # type: ignore[union-attr]
             for old, res in zip(seg.outputs, new.outputs, strict=True):
                 old.replace_all_uses_with(res)
             seg.detach()
             seg.erase()
+
+
+def _segment_nodes(seg: vkd.SegmentOp) -> list[str]:
+    """The nodes `partition` cut into the segment, then those of its ops now."""
+    m = seg.attributes.get("vkd.members")
+    names = [a.data for a in m.data] if isinstance(m, ArrayAttr) else []  # type: ignore[attr-defined]
+    for op in seg.body.block.ops:
+        if op.name in segment_steps.CONSTANT_OPS:
+            continue
+        if NAME_ATTR in op.attributes or "vkd.nodes" in op.attributes:
+            names += [n for n in nodes_of(op) if n not in names]
+    return names
 
 
 def _unused(_: Attribute) -> None:

@@ -146,7 +146,7 @@ class FuseAttention(RewritePattern):
     def match_and_rewrite(self, op: vx.MatMulOp, rewriter: PatternRewriter) -> None:
         p = op.lhs
         sm = p.owner
-        if not isinstance(sm, vx.SoftmaxOp) or not _one_use(p):
+        if not isinstance(sm, vx.SoftmaxOp) or not _one_use(p) or sm.zero_nan is not None:
             return
         rank = len(vx.shape_of(sm.input))
         if sm.axis.value.data != rank - 1 or not _one_use(sm.input):

@@ -13,6 +13,7 @@ for const-fold, which alternates with this pass until nothing changes.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,7 @@ from xdsl.rewriter import Rewriter
 
 from vknn.dialects.onnx import NAME_ATTR, CustomOp, NoValueOp, OnnxOp, module_opset
 from vknn.errors import ShapeInferenceError
+from vknn.hints import declare_hint
 from vknn.ir.constants import to_numpy
 from vknn.ir.onnx_export import ValueNames, node_proto, value_info
 from vknn.ir.types import static_shape
@@ -93,8 +95,25 @@ def _dim_params(func: FuncOp, i: int) -> list[str]:
     return []
 
 
+def _say_batch(name: str, param: str, batch: int, said: set[str]) -> None:
+    """A dynamic axis 0 taken as `batch` is said once per axis name."""
+    if (param or name) in said:
+        return
+    said.add(param or name)
+    label = f" ('{param}')" if param else ""
+    warnings.warn(
+        f"vknn: input '{name}' axis 0{label} is dynamic and not declared; taking {batch} "
+        f"(declare it, e.g. {declare_hint(param, name)})",
+        stacklevel=3,
+    )
+
+
 def resolve_inputs(
-    func: FuncOp, shapes: dict[str, tuple[int, ...]], dims: dict[str, int], batch: int
+    func: FuncOp,
+    shapes: dict[str, tuple[int, ...]],
+    dims: dict[str, int],
+    batch: int,
+    said: set[str] | None = None,
 ) -> None:
     """Give every function argument a static type (see the module docstring)."""
     args = func.body.block.args
@@ -129,18 +148,18 @@ def resolve_inputs(
                     new.append(dims[param])
                 elif axis == 0:
                     new.append(dims.get(param, batch) if param else batch)
+                    _say_batch(name, param, batch, set() if said is None else said)
                 else:
                     label = f" ('{param}')" if param else ""
-                    decl = f'dims="{param}=N"' if param else f'shapes="{name}=..."'
                     raise ShapeInferenceError(
                         f"input '{name}' axis {axis}{label} is dynamic and not declared; "
-                        f"declare it, e.g. infer-shapes{{{decl}}}"
+                        f"declare it, e.g. {declare_hint(param, name)}"
                     )
             new_shape = tuple(new)
         else:
             raise ShapeInferenceError(
                 f"input '{name}' has unknown rank; declare its shape, "
-                f'e.g. infer-shapes{{shapes="{name}=1x3x224x224"}}'
+                f"e.g. {declare_hint('', name, '1x3x224x224')}"
             )
         if isinstance(t, TensorType) and tuple(t.get_shape()) == new_shape:
             continue
@@ -332,6 +351,7 @@ class InferShapesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         shapes, dims = parse_shapes(self.shapes), parse_dims(self.dims)
+        said: set[str] = set()
         for func in funcs(op):
-            resolve_inputs(func, shapes, dims, self.batch)
+            resolve_inputs(func, shapes, dims, self.batch, said)
             refine_types(func)

@@ -25,18 +25,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from vknn.dialects import vkd
+from vknn.dialects.onnx import NAME_ATTR
 from vknn.errors import Unsupported
 from vknn.runtime.plan import Step
 from vknn.transforms import segment_steps
 from vknn.transforms.target_option import module_target
+from vknn.transforms.vx_graph import nodes_of
 
 ONNX_REFERENCE = "onnx-reference"
+MEMBERS_ATTR = "vkd.members"
+"""On a Vulkan `vkd.segment`: the ONNX nodes of its ops when it was cut."""
 HEAVY_KINDS = frozenset(
     {"Conv", "ConvTranspose", "MatMul", "Gemm", "Attention", "LSTM", "GRU", "RNN", "Einsum"}
 )
@@ -244,7 +248,9 @@ def _wrap(block: Block, backend: str, ops: list[Operation]) -> None:
                     continue
                 if not isinstance(owner, Operation) and inside(owner.parent_op()):  # type: ignore[arg-type]
                     continue  # a block argument of a nested region
-                if isinstance(owner, Operation) and owner.name in segment_steps.CONSTANT_OPS:
+                if isinstance(owner, Operation) and (
+                    owner.name in segment_steps.CONSTANT_OPS or owner.name == "onnx.NoValue"
+                ):  # an absent optional operand is cloned in like a constant
                     if owner not in constants:
                         constants.append(owner)
                 elif v not in inputs:
@@ -256,6 +262,12 @@ def _wrap(block: Block, backend: str, ops: list[Operation]) -> None:
                 outputs.append(r)
     body = Block(arg_types=[v.type for v in inputs])
     seg = vkd.SegmentOp(backend, inputs, [v.type for v in outputs], Region(body))
+    if backend == "vulkan":
+        # The nodes it computes, for the report: ops that will record nothing
+        # (views, reshapes) are gone by the time its dispatches are named.
+        named = [op for op in ops if NAME_ATTR in op.attributes]
+        names = list(dict.fromkeys(n for op in named for n in nodes_of(op)))
+        seg.attributes[MEMBERS_ATTR] = ArrayAttr([StringAttr(n) for n in names])
     block.insert_op_before(seg, ops[0])
     clones = {c: c.clone() for c in constants}
     for c in constants:

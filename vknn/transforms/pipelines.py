@@ -16,6 +16,7 @@ PIPELINES: dict[str, list[str]] = {
         "lower-batchnorm",
         "subpixel-conv-transpose",
         "lower-conv",
+        "fold-nan-guard",
         "dce",
         "fuse-attention",
         "sink-reshapes",

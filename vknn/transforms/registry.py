@@ -12,6 +12,7 @@ _PASSES: dict[str, str] = {
     "convert-onnx-to-vx": "convert_onnx_to_vx:ConvertOnnxToVxPass",
     "fuse-pointwise": "fuse_pointwise:FusePointwisePass",
     "fuse-attention": "fuse_attention:FuseAttentionPass",
+    "fold-nan-guard": "fold_nan_guard:FoldNanGuardPass",
     "sink-reshapes": "sink_reshapes:SinkReshapesPass",
     "assign-layouts": "assign_layouts:AssignLayoutsPass",
     "subpixel-conv-transpose": "subpixel_conv_transpose:SubpixelConvTransposePass",

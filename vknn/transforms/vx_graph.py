@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -21,6 +21,21 @@ def node_name(op: Operation) -> str:
     """The ONNX node name a user knows the op by, else the op's name."""
     a = op.attributes.get(NAME_ATTR)
     return a.data if isinstance(a, StringAttr) else op.name
+
+
+def nodes_of(op: Operation) -> list[str]:
+    """Every ONNX node an op computes: its own name (or the `vkd.nodes` list
+    of a merged step) and the members of a fused op (`vx.fused_names`)."""
+    names: list[str] = []
+    a = op.attributes.get("vkd.nodes")
+    if isinstance(a, StringAttr):
+        names += [n for n in a.data.split(",") if n]
+    else:
+        names.append(node_name(op))
+    f = op.attributes.get("vx.fused_names")
+    if isinstance(f, ArrayAttr):
+        names += [x.data for x in f.data if isinstance(x, StringAttr) and x.data not in names]
+    return names
 
 
 def graph_blocks(module: ModuleOp) -> Iterator[Block]:

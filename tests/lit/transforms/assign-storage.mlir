@@ -11,7 +11,7 @@
 // input and output in fp32 (its producer, the gemm, runs fp32, reading a
 // converted copy of its fp16 input).
 
-// HIGH: vkd.segment "vulkan"(%{{.*}}) attributes {vkd.arg_storage = ["f32:flat"]}
+// HIGH: vkd.segment "vulkan"(%{{.*}}) attributes {vkd.members = [{{.*}}], vkd.arg_storage = ["f32:flat"]}
 // HIGH: %[[C:.*]] = vkd.convert %{{.*}} from "f32:flat" to "f32:nc4hw4"
 // HIGH-NEXT: vkd.with_epilogue(%[[C]], %{{.*}}) attributes {{{.*}}vkd.variant = "fp32", vkd.packed = [array<i64: 0>, array<i64: 0>], vkd.const_forms = {"1" = "ohwi"}, vkd.storage = ["f32:nc4hw4"]}
 // HIGH: vx.pool {{.*}}vkd.storage = ["f32:nc4hw4"]
@@ -19,7 +19,7 @@
 // HIGH: vx.gemm {{.*}}vkd.variant = "fp32", vkd.storage = ["f32:flat"]
 // HIGH-NOT: vkd.convert
 
-// LOW: vkd.segment "vulkan"(%{{.*}}) attributes {vkd.arg_storage = ["f16:flat"]}
+// LOW: vkd.segment "vulkan"(%{{.*}}) attributes {vkd.members = [{{.*}}], vkd.arg_storage = ["f16:flat"]}
 // LOW: vkd.convert %{{.*}} from "f16:flat" to "f16:nc4hw4"
 // LOW: vkd.storage = ["f16:nc4hw4"]
 // LOW: vx.softmax {{.*}}vkd.variant = "fp16", vkd.storage = ["f16:flat"]
@@ -61,7 +61,7 @@ func.func @cnn(%x: tensor<1x4x8x8xf32>) -> tensor<1x10xf32> {
 // fp16 storage and is converted there (numpy's conversion costs more).
 
 // LOW-LABEL: func.func @big_input
-// LOW: vkd.segment "vulkan"(%{{.*}}) attributes {vkd.arg_storage = ["f32:flat"]}
+// LOW: vkd.segment "vulkan"(%{{.*}}) attributes {vkd.members = [{{.*}}], vkd.arg_storage = ["f32:flat"]}
 // LOW: vkd.convert %{{.*}} from "f32:flat" to "f16:flat"
 func.func @big_input(%x: tensor<8192xf32>) -> tensor<8192xf32> {
   %r = vx.unary "relu" %x : tensor<8192xf32>

@@ -57,3 +57,25 @@ builtin.module attributes {onnx.opset = 18 : i64} {
     func.return %in, %gn : tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>
   }
 }
+
+// -----
+
+// MeanVarianceNormalization over trailing axes (N = 1 with the default axes
+// [0, 2, 3]) is a layernorm of [C, H*W] with epsilon 1e-9; over a leading
+// axis it stays onnx. A constant Gather index out of range stays onnx too
+// (the CPU raises, as onnxruntime does).
+
+// CHECK-LABEL: func.func @mvn
+// CHECK: %[[R:.*]] = vx.reshape %{{.*}} {onnx.name = "mvn"} : tensor<1x4x2x3xf32> -> tensor<4x6xf32>
+// CHECK: vx.layernorm %[[R]], %{{.*}} {onnx.name = "mvn", axis = 1 : i64, epsilon = 1.000000e-09 : f32}
+// CHECK: onnx.MeanVarianceNormalization
+// CHECK: onnx.Gather
+builtin.module attributes {onnx.opset = 18 : i64} {
+  func.func @mvn(%x: tensor<1x4x2x3xf32>, %z: tensor<2x4x3xf32>) -> (tensor<1x4x2x3xf32>, tensor<2x4x3xf32>, tensor<1x2x2x3xf32>) {
+    %y = onnx.MeanVarianceNormalization(%x) {onnx.name = "mvn"} : (tensor<1x4x2x3xf32>) -> tensor<1x4x2x3xf32>
+    %w = onnx.MeanVarianceNormalization(%z) {axes = array<i64: 0>, onnx.name = "lead"} : (tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+    %i = onnx.Constant() {value = dense<[0, 4]> : tensor<2xi64>} : () -> tensor<2xi64>
+    %g = onnx.Gather(%x, %i) {axis = 1 : i64, onnx.name = "oob"} : (tensor<1x4x2x3xf32>, tensor<2xi64>) -> tensor<1x2x2x3xf32>
+    func.return %y, %w, %g : tensor<1x4x2x3xf32>, tensor<2x4x3xf32>, tensor<1x2x2x3xf32>
+  }
+}

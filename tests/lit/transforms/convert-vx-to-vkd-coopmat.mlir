@@ -3,8 +3,9 @@
 // RUN: vknn-opt %s --split-input-file -p 'partition{target=lavapipe},merge-epilogues,fold-views,assign-storage{precision=low},convert-vx-to-vkd' | FileCheck %s --check-prefix=LVP
 
 // Tensor cores: on a target listing the 16x16x16 f16 x f16 -> f32 subgroup
-// cooperative matrix (`nvidia`), fp16-storage products, convolutions and
-// attention record the coopmat kernel families (4 subgroups of 32 lanes:
+// cooperative matrix (`nvidia`), fp16-storage products and attention record
+// the coopmat kernel families by default, convolutions when the autotuner (or
+// a pinned `vkd.config`) picks them (ADR 0009) (4 subgroups of 32 lanes:
 // local size 128; spec constants BM, BN, ... and the subgroup size 32 last),
 // so the printed module shows which dispatches use tensor cores. At `high`
 // (fp32 storage) and on targets without cooperative matrices the scalar
@@ -26,20 +27,17 @@ func.func @linear(%x: tensor<64x96xf32>) -> tensor<64x48xf32> {
 
 // -----
 
-// A 3x3 conv stored NC4HW4: the implicit GEMM reads 4 channels of a pixel
-// per 64-bit load (Cg % 4 == 0: VEC_B), weights OHWI. Its grid (16 channels
-// x 64 pixels: two 32 x 32 tiles) is small and K = 144 long, so K is split
-// in two: fp32 partials, then splitk_reduce sums them into the packed output.
+// A 3x3 conv at fp16 storage on `nvidia`: the scalar implicit GEMM by default
+// (tensor-core convs are autotune candidates: convert-vx-to-vkd-coopmat-conv.mlir).
 
-// LOW: vkd.kernel @conv_coopmat_fp16_0 shader "conv_coopmat" fp16 local_size [128, 1, 1] bindings [read, read, read, write] push 88 spec [1, 2, 3, 4, 5, 6, 7, 8] = [32, 32, 0, 0, 1, 1, 1, 32] fastmath defines {VKNN_SPLITK = "1"}
-// LOW-LABEL: func.func @conv
-// LOW: vkd.dispatch @conv_coopmat_fp16_0({{.*}}) {{.*}} push [16, 8, 8, 16, 8, 8, 16, 16, 144, 3, 3, 1, 1, 1, 1, 1, 1, 1, 80, 2, 0, 0] groups [2, 1, 2] step {{[0-9]+}} label "conv (Conv coopmat 32x32, split-K x2)"
-// LOW-NEXT: vkd.dispatch @splitk_reduce_fp16_0({{.*}}) {{.*}} label "conv (Conv split-K sum)"
+// LOW: vkd.kernel @conv_fp16_0 shader "conv" fp16
+// LOW-LABEL: func.func @conv_plain
+// LOW: vkd.dispatch @conv_fp16_0({{.*}}) {{.*}} label "conv (Conv gemm, split-K x2)"
 // HIGH-NOT: coopmat
 // HIGH: vkd.kernel @conv_fp32_0 shader "conv" fp32
 // LVP-NOT: coopmat
 
-func.func @conv(%x: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
+func.func @conv_plain(%x: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
   %w = vx.constant dense<0.5> : tensor<16x16x3x3xf32>
   %c = vx.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, onnx.name = "conv", vx.layout = #vx<layout nc4hw4>} : (tensor<1x16x8x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x8x8xf32>
   func.return %c : tensor<1x16x8x8xf32>

@@ -9,7 +9,7 @@
 
 // CHECK: builtin.module attributes {vkd.target = #vkd.target<{name = "lavapipe"
 // CHECK-LABEL: func.func @cnn
-// CHECK-NEXT: %[[S:.*]] = vkd.segment "vulkan"(%{{.*}}) : (tensor<1x4x8x8xf32>) -> tensor<1x10xf32> {
+// CHECK-NEXT: %[[S:.*]] = vkd.segment "vulkan"(%{{.*}}) attributes {vkd.members = ["conv", "pool", "flatten", "fc", "softmax"]} : (tensor<1x4x8x8xf32>) -> tensor<1x10xf32> {
 // CHECK-NEXT: ^{{.*}}(%[[X:.*]]: tensor<1x4x8x8xf32>):
 // CHECK-NEXT: %[[W:.*]] = vx.constant dense<5.000000e-01> : tensor<8x4x3x3xf32>
 // CHECK: vx.conv %[[X]], %[[W]] {onnx.name = "conv", {{.*}}vkd.backend = "vulkan"

@@ -194,3 +194,31 @@ def test_bool_program_is_one_vulkan_segment(session_device) -> None:  # type: ig
     sess = _check(graph(nodes, ins, ["y"], consts), {"am": am, "x": x}, "high", "standard")
     segments = sess.program.buckets[0].segments
     assert len(segments) == 1, segments
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_inverted_mask_masked_fill_finfo_min(session_device, pipeline: str) -> None:  # type: ignore[no-untyped-def]
+    """transformers' _prepare_4d_attention_mask as exported: the int64 mask
+    Unsqueezed and Expanded (int64 on the GPU), Cast to float, 1 - m, Cast to
+    bool, Where(inverted, finfo(float32).min, inverted), added to scores."""
+    b, s = 2, 5
+    am = _mask(b, s, 9)
+    scores = np.random.default_rng(10).standard_normal((b, 1, s, s)).astype(np.float32)
+    nodes = [
+        node("Unsqueeze", ["am", "ax12"], ["m4"]),
+        node("Expand", ["m4", "shape"], ["me"]),
+        node("Cast", ["me"], ["mf"], to=TensorProto.FLOAT),
+        node("Sub", ["one", "mf"], ["inv"]),
+        node("Cast", ["inv"], ["invb"], to=TensorProto.BOOL),
+        node("Where", ["invb", "fmin", "inv"], ["bias"]),
+        node("Add", ["scores", "bias"], ["y"]),
+    ]
+    consts = {
+        "ax12": np.array([1, 2], np.int64),
+        "shape": np.array([b, 1, s, s], np.int64),
+        "one": np.array(1.0, np.float32),
+        "fmin": np.array(np.finfo(np.float32).min, np.float32),
+    }
+    ins = {"am": (am.shape, "int64"), "scores": (scores.shape, "float32")}
+    model = graph(nodes, ins, ["y", "me"], consts)
+    _check(model, {"am": am, "scores": scores}, "high", pipeline)

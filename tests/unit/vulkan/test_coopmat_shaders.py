@@ -135,7 +135,10 @@ def _conv_ref(x, w, b, stride, pad, group):  # type: ignore[no-untyped-def]
         ((1, 30, 15, 17), 40, 1, 1, 0, 1),
     ],  # fmt: skip
 )
-def test_conv_bias_residual_relu(coopmat_device, layout, x, m, k, stride, pad, group) -> None:  # type: ignore[no-untyped-def]
+def test_conv_bias_residual_relu(  # type: ignore[no-untyped-def]
+    coopmat_device, layout, x, m, k, stride, pad, group, monkeypatch
+) -> None:
+    monkeypatch.setenv("VKNN_COOPMAT_CONV", "1")  # tensor-core convs are not the default
     xv = _r(*x)
     cg = x[1] // group
     w, b = _r(m, cg, k, k, scale=(cg * k * k) ** -0.5), _r(m)

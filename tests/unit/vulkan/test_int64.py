@@ -212,3 +212,125 @@ def test_target_without_shader_int64_keeps_int64_arithmetic_on_the_cpu() -> None
         assert {"Transpose_1", "Relu_3"} <= vulkan, vulkan
         need = module_to_program(module)["target"]
         assert need["has_int64"] is has_int64
+
+
+def test_gather_elements_and_gather_nd_with_int64(session_device) -> None:  # type: ignore[no-untyped-def]
+    """The indexing kernels read int64 indices (negative ones too) as word
+    pairs and move int64 data past 32 bits exactly."""
+    data = _big((3, 4), 7)
+    ie = np.array([[0, -1, 2, 1], [3, 0, -4, 2]], np.int64)
+    ind = np.array([[[0, -1]], [[2, 1]]], np.int64)
+    nodes = [
+        node("GatherElements", ["d", "ie"], ["ge"], axis=1),
+        node("GatherND", ["d", "ind"], ["gn"]),
+    ]
+    ins = {"d": (data.shape, "int64"), "ie": (ie.shape, "int64"), "ind": (ind.shape, "int64")}
+    model = graph(nodes, ins, ["ge", "gn"])
+    for pipeline in ("lower", "standard"):
+        on_vulkan(model, {"d": data, "ie": ie, "ind": ind}, pipeline=pipeline)
+
+
+def test_device_reports_shader_int64_and_the_lavapipe_preset_needs_nothing_more(
+    session_device,
+) -> None:  # type: ignore[no-untyped-def]
+    """DeviceCaps reports (and the device enables) shaderInt64 on lavapipe,
+    so programs compiled for `--target lavapipe` are not refused for it."""
+    from vknn.kernels.targets import PRESETS
+    from vknn.runtime.target import unmet
+
+    assert session_device.caps.has_int64
+    assert PRESETS["lavapipe"].has_int64
+    assert "shaderInt64" not in (unmet(PRESETS["lavapipe"], session_device.caps) or "")
+
+
+@pytest.mark.parametrize("last", [0, 1])
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize(
+    "shape,axis,keepdims",
+    [((4, 4), 1, 0), ((3, 7), 1, 1), ((2, 3000), -1, 0), ((2, 3, 4), 0, 1)],
+)
+def test_argmax_argmin_int64_result(session_device, shape, axis, keepdims, op, last) -> None:  # type: ignore[no-untyped-def]
+    """The int64 index result on Vulkan (one invocation per output for short
+    axes, a workgroup for the 3000-long one), ties and NaNs as onnxruntime
+    picks them: a NaN first in its slice wins, other NaNs never do."""
+    rng = np.random.default_rng(8)
+    x = np.round(rng.standard_normal(shape) * 3).astype(np.float32)  # many ties
+    x.reshape(-1)[::7] = np.nan
+    if shape == (4, 4):
+        x = np.array([[1, np.nan, 3, np.nan], [np.nan, 5, 7, 2], [2, np.nan, 1, np.nan],
+                      [np.nan, np.nan, 1, 1]], np.float32)  # fmt: skip
+    attrs = {"axis": axis, "keepdims": keepdims, "select_last_index": last}
+    model = graph([node(op, ["x"], ["y"], **attrs)], {"x": (shape, "float32")}, ["y"])
+    on_vulkan(model, {"x": x}, pipeline="lower")
+    if shape == (2, 3000):  # fp16 storage holds these small integers exactly
+        on_vulkan(model, {"x": x}, pipeline="standard", precision="low")
+
+
+@pytest.mark.parametrize("pipeline", ["lower", "standard"])
+def test_casts_through_float16_round_and_overflow(session_device, pipeline: str) -> None:  # type: ignore[no-untyped-def]
+    """int64 / int32 / float32 -> float16 -> back: values fp16 cannot hold
+    round (ties to even) or become inf (then INT_MIN as an integer), also
+    inside one fused kernel (lavapipe folds unpackHalf(packHalf(x)) to x,
+    so the fused body rounds with integer arithmetic)."""
+    x = np.array([1 << 40, -3, 7, 2**31 + 5, 65519, 65520, -70000, 2049], np.int64)
+    xi = x.astype(np.int32)
+    f = np.array([1e5, -1e5, 1.0001, 65519.0, 2049.0, 6e-8, np.nan, -0.0], np.float32)
+    nodes = [
+        node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+        node("Cast", ["h"], ["back"], to=TensorProto.INT64),
+        node("Cast", ["xi"], ["hi"], to=TensorProto.FLOAT16),
+        node("Cast", ["hi"], ["backi"], to=TensorProto.INT32),
+        node("Cast", ["f"], ["hf"], to=TensorProto.FLOAT16),
+        node("Cast", ["hf"], ["backf"], to=TensorProto.FLOAT),
+    ]
+    ins = {"x": (x.shape, "int64"), "xi": (xi.shape, "int32"), "f": (f.shape, "float32")}
+    model = graph(nodes, ins, ["back", "backi", "backf"])
+    on_vulkan(model, {"x": x, "xi": xi, "f": f}, pipeline=pipeline)
+
+
+@pytest.mark.parametrize("pipeline", ["lower", "standard"])
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"])
+def test_int64_reductions(session_device, op: str, pipeline: str) -> None:  # type: ignore[no-untyped-def]
+    """Sums of values past 2^40 (and products that stay inside int64: on
+    overflow onnxruntime saturates where the device wraps) in 64 bits."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-(1 << 40), 1 << 40, size=(3, 4, 50), dtype=np.int64)
+    if op == "ReduceProd":
+        x = rng.integers(-6, 7, size=(3, 4, 5), dtype=np.int64)
+    for axes, keepdims in (([2], 0), ([0, 2], 1), ([1], 1)):
+        model = graph(
+            [node(op, ["x", "axes"], ["y"], keepdims=keepdims)],
+            {"x": (x.shape, "int64")},
+            ["y"],
+            {"axes": np.array(axes, np.int64)},
+            opset=18,
+        )
+        on_vulkan(model, {"x": x}, pipeline=pipeline)
+
+
+def test_without_shader_int64_argmax_stays_and_int64_sums_leave() -> None:
+    """Device-free: ArgMax writes its int64 result as word pairs (any
+    device); an int64 ReduceSum needs shaderInt64, else the CPU runs it."""
+    x = np.zeros((2, 5), np.float32)
+    nodes = [
+        node("ArgMax", ["x"], ["i"], axis=1, keepdims=0),
+        node("ReduceSum", ["i", "ax"], ["s"], keepdims=0),
+    ]
+    model = graph(nodes, {"x": (x.shape, "float32")}, ["s"], {"ax": np.array([0], np.int64)})
+    for has_int64 in (False, True):
+        target = lowered_target("lavapipe", has_int64=has_int64)
+        module = lowered(model, target, pipeline="lower", fold_gpu_islands=0)
+        on_gpu = {d.label.data.split(" ")[0] for d in dispatches(module)}
+        assert "ArgMax_0" in on_gpu
+        assert ("ReduceSum_1" in on_gpu) is has_int64, on_gpu
+
+
+def test_int64_splat_weights(session_device) -> None:  # type: ignore[no-untyped-def]
+    """Uniform int64 constants travel as one 8-byte element the runtime
+    repeats (a splat); values past 2^32 survive it."""
+    x = np.arange(2048, dtype=np.int64) * (1 << 33)
+    consts = {"c": np.full(2048, (1 << 40) + 3, np.int64), "d": np.full(2048, -3, np.int64)}
+    nodes = [node("Add", ["x", "c"], ["y"]), node("Mul", ["x", "d"], ["z"])]
+    model = graph(nodes, {"x": (x.shape, "int64")}, ["y", "z"], consts)
+    for pipeline in ("lower", "standard"):
+        on_vulkan(model, {"x": x}, pipeline=pipeline)

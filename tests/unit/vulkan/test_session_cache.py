@@ -279,11 +279,6 @@ def test_vulkan_warm_session_needs_no_compiler(
     assert cache.stat().st_mtime == 1, "a warm session that added nothing rewrote the cache"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="vknn/tuning.py's measurement programs miss a barrier: the validation layer "
-    "reports SYNC-HAZARD-READ-AFTER-WRITE while autotuning this conv (owned elsewhere)",
-)
 def test_warm_session_reuses_the_autotune_table(tmp_path: Path) -> None:
     from vknn.runtime.vulkan.context import shared_device
 

@@ -17,7 +17,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from tests.unit.vulkan.harness import check, graph, node, vk_session
+import vknn
+from tests.unit.vulkan.harness import check, graph, lowered, node, shaders, vk_session
 
 PRECISIONS = ["high", "low"]
 
@@ -250,6 +251,23 @@ def test_gather_out_of_range_stays_inside(session_device) -> None:
         _ort(model, {"x": x, "i": np.array([7, -9], np.int64)})
 
 
+@pytest.mark.parametrize("op", ["Gather", "GatherElements"])
+def test_constant_out_of_range_index_is_an_error(session_device, op: str) -> None:
+    """A constant index out of range is known at compile time: the node is
+    not given to a clamping kernel, and running it is a one-line error, where
+    onnxruntime raises too."""
+    model = graph(
+        [node(op, ["x", "i"], ["y"], axis=1)],
+        {"x": ((2, 4), "float32")},
+        ["y"],
+        {"i": np.array([[0, 4]] * 2 if op == "GatherElements" else [0, 4], np.int64)},
+    )
+    sess = vk_session(model, allow_cpu_fallback=True)
+    assert list(sess.node_backends().values()) != ["vulkan"]
+    with pytest.raises(vknn.errors.VknnError, match="out of (range|bounds)"):
+        sess.run({"x": np.ones((2, 4), np.float32)})
+
+
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_instance_norm(session_device, precision: str) -> None:
     rng = np.random.default_rng(5)
@@ -285,6 +303,26 @@ def test_group_norm(session_device, opset: int, per: str) -> None:
         )
     )
     x = rng.standard_normal((2, c, 3, 5)).astype(np.float32)
+    (got,), _ = _on_vulkan(model, {"x": x})
+    check(got, _ort(model, {"x": x})[0], False)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"), [((1, 4, 5, 6), None), ((2, 3, 8), [2]), ((2, 3, 4, 5), [1, 2, 3])]
+)
+def test_mean_variance_normalization(
+    session_device, shape: tuple[int, ...], axes: list[int] | None
+) -> None:
+    rng = np.random.default_rng(10)
+    attrs = {} if axes is None else {"axes": axes}
+    model = _typed(
+        graph(
+            [node("MeanVarianceNormalization", ["x"], ["y"], **attrs)],
+            {"x": (shape, "float32")},
+            ["y"],
+        )
+    )
+    x = (rng.standard_normal(shape) * 2 + 3).astype(np.float32)
     (got,), _ = _on_vulkan(model, {"x": x})
     check(got, _ort(model, {"x": x})[0], False)
 
@@ -372,6 +410,30 @@ def test_sdpa_decomposition_on_vulkan(session_device, bool_mask: bool) -> None:
     assert np.isfinite(got).all()
     np.testing.assert_array_equal(got[0, :, 0], 0)  # the fully masked row
     check(got, want, False)
+
+
+@pytest.mark.parametrize("bool_mask", [False, True])
+def test_sdpa_guard_is_folded_into_the_softmax(bool_mask: bool) -> None:
+    """No IsNaN or Where dispatch is left: the softmax stores 0 for NaN."""
+    kinds = shaders(lowered(sdpa_model(bool_mask)))
+    assert "float_test" not in kinds and kinds.count("softmax") == 1, kinds
+    assert kinds.count("select") == (1 if bool_mask else 0), kinds  # the mask's own Where
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_softmax_of_a_masked_row_is_nan_unguarded(session_device, precision: str) -> None:
+    """Without the guard a row of all -inf stays NaN (as onnxruntime), so an
+    exporter's guard that is not folded still sees it."""
+    x = np.random.default_rng(9).standard_normal((2, 3, 40)).astype(np.float32)
+    x[0, 1, :] = -np.inf
+    model = graph(
+        [node("Softmax", ["x"], ["p"], axis=-1), node("IsNaN", ["p"], ["n"])],
+        {"x": ((2, 3, 40), "float32")},
+        ["n"],
+    )
+    (n,), _ = _on_vulkan(model, {"x": x}, "high" if precision == "high" else "normal")
+    np.testing.assert_array_equal(n, _ort(model, {"x": x})[0])
+    assert n[0, 1].all() and n.sum() == 40
 
 
 def test_sdpa_dynamic_seq_has_no_islands(session_device) -> None:

@@ -105,8 +105,13 @@ def test_gates_say_why() -> None:
     assert gate(mm, caps, [_spec((4, 3)), _spec((3, 5))]) is None
     why = gate(mm, caps, [_spec((4, 3), "int64"), _spec((3, 5), "int64")])
     assert why is not None and "int64" in why
-    am = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "argmax"})
-    assert "int64" in (gate(am, caps, [_spec((4, 5))]) or "")
+    am = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "argmax", "axes": [1]})
+    assert gate(am, caps, [_spec((4, 5))]) is None  # the int64 index result: word pairs
+    rs = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "sum", "axes": [1]})
+    assert gate(rs, caps, [_spec((4, 5), "int64")]) is None  # 64-bit sums (shaderInt64)
+    assert "shaderInt64" in (gate(rs, caps.with_(has_int64=False), [_spec((4, 5), "int64")]) or "")
+    rm = Step("vx.reduce", "r", [0], [1], [_spec((4,), "int64")], {"kind": "mean", "axes": [1]})
+    assert "int64" in (gate(rm, caps, [_spec((4, 5), "int64")]) or "")
     ln = Step("vx.layernorm", "ln", [0, 1], [2], [_spec((2, 4, 6))], {"axis": 1, "epsilon": 1e-5})
     assert "only partly" in (gate(ln, caps, [_spec((2, 4, 6)), _spec((6,))]) or "")
     assert gate(ln, caps, [_spec((2, 4, 6)), _spec((1, 4, 6))]) is None

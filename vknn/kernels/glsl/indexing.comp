@@ -15,7 +15,8 @@
 // Push constants: n, base, a, b, c, d, dims[6], strides[6] where
 //   modes 0/1: a = extent of `axis` in src/out, b = axis;
 //   mode 2:    a = m, b = slice, c = k, d = bstride.
-// Bindings: 0 = src, 1 = idx (int32 words), 2 = out.
+// Bindings: 0 = src, 1 = idx (int32 words; with VKNN_IDX64 int64 as word
+// pairs, an index past 32 bits being out of range), 2 = out.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "movement.glsl"
@@ -39,6 +40,18 @@ layout(push_constant) uniform Params {
     uint strides[6];
 } p;
 
+// Index j of `idx`; an int64 index past 32 bits is out of range either way.
+int index_at(uint j, uint extent) {
+#if VKNN_IDX64
+    int lo = idx[2u * j];
+    int hi = idx[2u * j + 1u];
+    if (hi != (lo >> 31)) return hi < 0 ? -int(extent) - 1 : int(extent);
+    return lo;
+#else
+    return idx[j];
+#endif
+}
+
 uint fix_index(int ix, uint extent) {
     int dim = int(extent);
     if (ix < 0) ix += dim;
@@ -53,7 +66,7 @@ void main() {
         uint t = i / p.b;  // batch * m + row
         uint batch = t / p.a;
         uint off = batch * p.d + s;
-        for (uint j = 0u; j < p.c; ++j) off += fix_index(idx[t * p.c + j], p.dims[j]) * p.strides[j];
+        for (uint j = 0u; j < p.c; ++j) off += fix_index(index_at(t * p.c + j, p.dims[j]), p.dims[j]) * p.strides[j];
         o_data[i] = s_data[off];
         return;
     }
@@ -62,7 +75,7 @@ void main() {
     for (int d = RANK - 1; d >= 0; --d) {
         uint q = rem / p.dims[d];
         uint coord = rem - q * p.dims[d];
-        if (uint(d) == p.b) coord = fix_index(idx[i], p.a);
+        if (uint(d) == p.b) coord = fix_index(index_at(i, p.a), p.a);
         off += coord * p.strides[d];
         rem = q;
     }

@@ -9,15 +9,27 @@
 // reduce_wg.glsl combines them), or one invocation per output element (short
 // reductions over many outputs: no idle lanes, no barriers).
 // Accumulation is fp32; log_sum_exp takes the max first (two passes).
+// argmax/argmin (one reduced axis, so r is the index along it) keep a
+// (value, index) pair ordered as onnxruntime's scan picks (best = x[0], then
+// x > best, or >= with select_last_index; comparisons with NaN are false):
+// a NaN at index 0 wins, NaN elsewhere never does, ties go to the first
+// index (LAST: the last). The int64 result is written as the word pair
+// (index, 0).
+//
+// Built with VKNN_INT64 (shaderInt64), sum/max/min/prod of int64 tensors in
+// 64 bits (wrapping as onnxruntime's), one invocation per output.
 //
 // Specialization constants: 0 = workgroup size (a power of two), 1 = KIND
-// (codes below), 2 = WG_PER_OUT.
+// (codes below), 2 = WG_PER_OUT, 3 = LAST (argmax/argmin select_last_index).
 // Push constants: n_out, count, base (first output of this dispatch),
 // kdims[4], kstrides[4], rdims[4], rstrides[4] (innermost last; unused
 // groups have dim 1, stride 0).
 // Bindings: 0 = x, 1 = y.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#if VKNN_INT64
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #include "precision.glsl"
 #include "common.glsl"
 
@@ -31,16 +43,20 @@
 #define REDUCE_LOG_SUM 7
 #define REDUCE_LOG_SUM_EXP 8
 #define REDUCE_SUM_SQUARE 9
+#define REDUCE_ARGMAX 10
+#define REDUCE_ARGMIN 11
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const int WG_SIZE = 256;
 layout(constant_id = 1) const int KIND = 0;
 layout(constant_id = 2) const bool WG_PER_OUT = true;
+layout(constant_id = 3) const bool LAST = false;
 
 #include "reduce_wg.glsl"
 
 layout(std430, binding = 0) readonly buffer X { sfp x_data[]; };
 layout(std430, binding = 1) writeonly buffer Y { sfp y_data[]; };
+layout(std430, binding = 1) writeonly buffer YI { uvec2 yi_data[]; };
 
 #include "pw_epilogue.glsl"
 
@@ -101,7 +117,95 @@ uint reduced_offset(uint r) {
     return off;
 }
 
+const bool ARG = KIND == REDUCE_ARGMAX || KIND == REDUCE_ARGMIN;
+shared uint arg_index[WG_SIZE];
+
+// 2: NaN at index 0 (the scan's start, nothing compares past it); 1: a
+// number; 0: NaN elsewhere (never picked).
+int arg_rank(float v, uint i) { return isnan(v) ? (i == 0u ? 2 : 0) : 1; }
+
+// Whether (a at index ia) wins over (b at index ib).
+bool arg_better(float a, uint ia, float b, uint ib) {
+    int ra = arg_rank(a, ia);
+    int rb = arg_rank(b, ib);
+    if (ra != rb) return ra > rb;
+    if (ra != 1 || a == b) return LAST ? ia > ib : ia < ib;
+    return KIND == REDUCE_ARGMAX ? a > b : a < b;
+}
+
+// The winning index of output o's slice (count >= 1).
+uint arg_reduce(uint o) {
+    uint off = kept_offset(o);
+    if (!WG_PER_OUT) {
+        float best = LOAD(x_data, off);
+        uint bi = 0u;
+        for (uint r = 1u; r < p.count; ++r) {
+            float v = LOAD(x_data, off + reduced_offset(r));
+            if (arg_better(v, r, best, bi)) {
+                best = v;
+                bi = r;
+            }
+        }
+        return bi;
+    }
+    uint t = gl_LocalInvocationID.x;
+    float best = 0.0;
+    uint bi = 0xffffffffu;  // none yet
+    for (uint r = t; r < p.count; r += uint(WG_SIZE)) {
+        float v = LOAD(x_data, off + reduced_offset(r));
+        if (bi == 0xffffffffu || arg_better(v, r, best, bi)) {
+            best = v;
+            bi = r;
+        }
+    }
+    wg_scratch[t] = best;
+    arg_index[t] = bi;
+    barrier();
+    for (uint h = uint(WG_SIZE) / 2u; h > 0u; h >>= 1u) {
+        if (t < h) {
+            uint j = arg_index[t + h];
+            if (j != 0xffffffffu && (arg_index[t] == 0xffffffffu
+                    || arg_better(wg_scratch[t + h], j, wg_scratch[t], arg_index[t]))) {
+                wg_scratch[t] = wg_scratch[t + h];
+                arg_index[t] = j;
+            }
+        }
+        barrier();
+    }
+    return arg_index[0];
+}
+
+#if VKNN_INT64
+layout(std430, binding = 0) readonly buffer XL { int64_t xl_data[]; };
+layout(std430, binding = 1) writeonly buffer YL { int64_t yl_data[]; };
+
+int64_t int_reduce(uint o) {
+    uint off = kept_offset(o);
+    int64_t acc = xl_data[off];
+    for (uint r = 1u; r < p.count; ++r) {
+        int64_t v = xl_data[off + reduced_offset(r)];
+        if (KIND == REDUCE_MAX) acc = v > acc ? v : acc;
+        else if (KIND == REDUCE_MIN) acc = v < acc ? v : acc;
+        else if (KIND == REDUCE_PROD) acc *= v;
+        else acc += v;  // REDUCE_SUM
+    }
+    return acc;
+}
+#endif
+
 void main() {
+#if VKNN_INT64
+    uint io = p.base + gl_GlobalInvocationID.x;
+    if (io < p.n_out) yl_data[io] = int_reduce(io);
+    return;
+#endif
+    if (ARG) {
+        uint o = p.base + (WG_PER_OUT ? gl_WorkGroupID.x : gl_GlobalInvocationID.x);
+        if (o >= p.n_out) return;  // uniform per workgroup in WG_PER_OUT mode
+        uint i = arg_reduce(o);
+        if (!WG_PER_OUT || gl_LocalInvocationID.x == 0u) yi_data[o] = uvec2(i, 0u);
+        return;
+    }
     int op = combine_op();
     if (WG_PER_OUT) {
         uint o = p.base + gl_WorkGroupID.x;

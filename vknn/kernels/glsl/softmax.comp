@@ -7,7 +7,8 @@
 // variant). A row whose max is not finite is shifted by 0, as the oracle does.
 //
 // Specialization constants: 0 = workgroup size (a power of two), 1 = LOG
-// (log_softmax), 2 = CACHED (len <= CACHE * WG_SIZE).
+// (log_softmax), 2 = CACHED (len <= CACHE * WG_SIZE), 3 = ZERO_NAN (NaN
+// results stored as 0: the exporters' Where(IsNaN(p), 0, p) folded in).
 // Push constants: rows, len, inner, base (first row of this dispatch).
 // Bindings: 0 = x, 1 = y.
 #version 450
@@ -21,6 +22,9 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const int WG_SIZE = 256;
 layout(constant_id = 1) const bool LOG = false;
 layout(constant_id = 2) const bool CACHED = true;
+layout(constant_id = 3) const bool ZERO_NAN = false;
+
+float guard(float v) { return ZERO_NAN && isnan(v) ? 0.0 : v; }
 
 #include "reduce_wg.glsl"
 
@@ -74,12 +78,12 @@ void main() {
     if (CACHED) {
         for (int c = 0; c < CACHE; ++c) {
             uint j = t + uint(c * WG_SIZE);
-            if (j < p.len) STORE(y_data, start + j * step, LOG ? xs[c] - ls : exp(xs[c]) * inv);
+            if (j < p.len) STORE(y_data, start + j * step, guard(LOG ? xs[c] - ls : exp(xs[c]) * inv));
         }
     } else {
         for (uint j = t; j < p.len; j += uint(WG_SIZE)) {
             float d = LOAD(x_data, start + j * step) - m;
-            STORE(y_data, start + j * step, LOG ? d - ls : exp(d) * inv);
+            STORE(y_data, start + j * step, guard(LOG ? d - ls : exp(d) * inv));
         }
     }
 }

@@ -27,5 +27,17 @@ from vknn.runtime.cpu import losses  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import onnx_norm  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import onnx_reduce  # noqa: E402,F401  isort: skip
 from vknn.runtime.cpu import attention_onnx  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import rotary  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import recurrent  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import grid_sample  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import onnx_basic  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import signal  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import image_ops  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import control_flow  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import stateful  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import quant_onnx  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import detection  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import resize_onnx  # noqa: E402,F401  isort: skip
+from vknn.runtime.cpu import onnx_nn  # noqa: E402,F401  isort: skip
 
 __all__ = ["KERNELS", "has_kernel", "kernel_for", "register"]

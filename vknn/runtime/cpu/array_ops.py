@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.onnx_common import Array, attr, need, out_dtype, scalar
 from vknn.runtime.cpu.registry import check, register
 from vknn.runtime.plan import Step
@@ -55,7 +56,7 @@ def depth_to_space(step: Step, inputs: list[Array | None]) -> list[Array]:
         y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
     else:
         y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
-    return [np.ascontiguousarray(y.reshape(n, c // (b * b), h * b, w * b))]
+    return [contiguous(y.reshape(n, c // (b * b), h * b, w * b))]
 
 
 @register("onnx.SpaceToDepth")
@@ -67,7 +68,7 @@ def space_to_depth(step: Step, inputs: list[Array | None]) -> list[Array]:
         y = y.transpose(0, 3, 5, 1, 2, 4)
     else:
         y = y.transpose(0, 1, 3, 5, 2, 4)
-    return [np.ascontiguousarray(y.reshape(n, c * b * b, h // b, w // b))]
+    return [contiguous(y.reshape(n, c * b * b, h // b, w // b))]
 
 
 @register("onnx.ReverseSequence")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vknn.runtime.cpu.numerics import widen
+from vknn.runtime.cpu.numerics import contiguous, widen
 from vknn.runtime.cpu.onnx_common import Array, attr, need, norm_axis, out_dtype, scalar
 from vknn.runtime.cpu.registry import register
 from vknn.runtime.plan import Step
@@ -24,7 +24,7 @@ def _cumulative(step: Step, inputs: list[Array | None], op: np.ufunc) -> list[Ar
         out = np.concatenate([head, np.take(out, range(out.shape[a] - 1), axis=a)], axis=a)
     if int(attr(step, "reverse", 0)):
         out = np.flip(out, a)
-    return [np.ascontiguousarray(out).astype(out_dtype(step), copy=False)]
+    return [contiguous(out).astype(out_dtype(step), copy=False)]
 
 
 @register("onnx.CumSum")

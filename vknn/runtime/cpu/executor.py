@@ -13,8 +13,9 @@ BACKEND_REFERENCE = "onnx-reference"
 
 def run_step(step: Step, values: list[np.ndarray | None]) -> None:
     kernel = kernel_for(step.op)
-    if kernel is None and step.attrs.get("vkd.backend") == BACKEND_REFERENCE:
-        # Opted in at compile time (Config.onnx_reference): loaded only now.
+    if step.attrs.get("vkd.backend") == BACKEND_REFERENCE:
+        # Opted in at compile time (Config.onnx_reference) for a step our
+        # kernels do not run (none, or its check refused): loaded only now.
         from vknn.runtime.cpu.onnx_reference import run_onnx_node
 
         kernel = run_onnx_node

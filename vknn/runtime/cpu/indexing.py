@@ -147,3 +147,27 @@ def tensor_scatter(step: Step, inputs: list[Array | None]) -> list[Array]:
         dst[a - 1] = pos
         out[b][tuple(dst)] = upd[b]  # out[b] is a view: one index array, no axis moves
     return [out]
+
+
+@register("onnx.Unique")
+def unique(step: Step, inputs: list[Array | None]) -> list[Array]:
+    """Unique elements (or slices along `axis`), sorted or in order of first
+    occurrence, with first indices, inverse indices and counts."""
+    x = need(inputs[0])
+    a = axis(step, x.ndim) if "axis" in step.attrs else None
+    y, first, inverse, counts = np.unique(
+        x if a is not None else x.reshape(-1),
+        return_index=True,
+        return_inverse=True,
+        return_counts=True,
+        axis=a,
+    )
+    inverse = inverse.reshape(-1)
+    if not int(attr(step, "sorted", 1)):
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        y = np.take(y, order, axis=a if a is not None else 0)
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    outs = [y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)]
+    return outs[: len(step.out_specs)]

@@ -27,7 +27,11 @@ def softmax(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
     assert x is not None
     axis = int(step.attrs["axis"])
     e = np.exp(_shifted(widen(x), axis))
-    return [finish(step, e / e.sum(axis=axis, keepdims=True))]
+    with np.errstate(invalid="ignore"):  # 0/0 for a row of all -inf: NaN, as onnxruntime
+        y = e / e.sum(axis=axis, keepdims=True)
+    if step.attrs.get("zero_nan"):
+        y = np.where(np.isnan(y), np.zeros((), y.dtype), y)
+    return [finish(step, y)]
 
 
 @register("vx.log_softmax")

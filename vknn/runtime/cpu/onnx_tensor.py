@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vknn.runtime.cpu.numerics import contiguous
 from vknn.runtime.cpu.onnx_common import Array, attr, need, norm_axis, out_dtype
 from vknn.runtime.cpu.registry import check, register
 from vknn.runtime.plan import Step
@@ -26,7 +27,7 @@ def reshape(step: Step, inputs: list[Array | None]) -> list[Array]:
     x, shape = need(inputs[0]), _ints(inputs[1])
     if not int(attr(step, "allowzero", 0)):
         shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
-    return [np.ascontiguousarray(x.reshape(shape))]
+    return [contiguous(x.reshape(shape))]
 
 
 @register("onnx.Transpose")
@@ -34,7 +35,7 @@ def transpose(step: Step, inputs: list[Array | None]) -> list[Array]:
     x = need(inputs[0])
     perm = attr(step, "perm")
     perm = None if perm is None else _axes(step, [int(p) for p in perm], x.ndim)
-    return [np.ascontiguousarray(np.transpose(x, perm))]
+    return [contiguous(np.transpose(x, perm))]
 
 
 def _axes_operand(step: Step, inputs: list[Array | None]) -> list[int] | None:
@@ -76,7 +77,7 @@ def slice_(step: Step, inputs: list[Array | None]) -> list[Array]:
         else:  # clamp like the spec; an end of -1 means "through index 0"
             e = min(max(e, -1), dim - 1)
             index[a] = slice(min(max(s, 0), dim - 1), None if e < 0 else e, st)
-    return [np.ascontiguousarray(x[tuple(index)])]
+    return [contiguous(x[tuple(index)])]
 
 
 _PAD_MODES = ("constant", "reflect", "edge", "wrap")
@@ -114,7 +115,7 @@ def expand(step: Step, inputs: list[Array | None]) -> list[Array]:
     x, shape = need(inputs[0]), _ints(inputs[1])
     # Bidirectional: a 1 in `shape` keeps the input's extent.
     target = np.broadcast_shapes(x.shape, tuple(shape))
-    return [np.ascontiguousarray(np.broadcast_to(x, target))]
+    return [contiguous(np.broadcast_to(x, target))]
 
 
 @register("onnx.ConstantOfShape")
@@ -157,3 +158,23 @@ def dropout(step: Step, inputs: list[Array | None]) -> list[Array]:
         keep = np.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio
         y = (keep * x * (1.0 / (1.0 - ratio))).astype(x.dtype)
     return [y, keep][: len(step.out_specs)]
+
+
+@register("onnx.BitCast")
+def bit_cast(step: Step, inputs: list[Array | None]) -> list[Array]:
+    x, dt = need(inputs[0]), out_dtype(step)
+    if x.dtype.itemsize != dt.itemsize:
+        from vknn.errors import VknnError
+
+        raise VknnError(f"node '{step.node}' (BitCast): {x.dtype} and {dt} differ in width")
+    return [contiguous(x).view(dt)]
+
+
+@register("onnx.OptionalHasElement")
+def optional_has_element(step: Step, inputs: list[Array | None]) -> list[Array]:
+    return [np.array(bool(inputs) and inputs[0] is not None)]
+
+
+@register("onnx.OptionalGetElement")
+def optional_get_element(step: Step, inputs: list[Array | None]) -> list[Array]:
+    return [need(inputs[0])]
