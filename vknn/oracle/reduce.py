@@ -69,7 +69,7 @@ def _log_sum_exp(x: Array, axes: Axes) -> Array:
     return np.log(np.sum(np.exp(w - shift), axis=axes, keepdims=True)) + shift
 
 
-def _extreme(x: Array, axes: Axes, is_max: bool) -> Array:
+def extreme(x: Array, axes: Axes, is_max: bool) -> Array:
     """Max / min as onnxruntime's scan: start at the slice's first element and
     take each later one that beats it, so NaN is skipped unless it is first."""
     if x.dtype.kind != "f":
@@ -94,8 +94,8 @@ def _wide(fn: Callable[[Array, Axes], Array]) -> Callable[[Array, Axes], Array]:
 _REDUCE: dict[str, Callable[[Array, Axes], Array]] = {
     "sum": _sum,
     "mean": _mean,
-    "max": lambda x, axes: _extreme(x, axes, True),
-    "min": lambda x, axes: _extreme(x, axes, False),
+    "max": lambda x, axes: extreme(x, axes, True),
+    "min": lambda x, axes: extreme(x, axes, False),
     "prod": lambda x, axes: np.prod(
         _acc(x), axis=axes, keepdims=True, dtype=None if _is_float(x) else x.dtype
     ),
@@ -107,7 +107,7 @@ _REDUCE: dict[str, Callable[[Array, Axes], Array]] = {
 }
 
 
-def _arg(x: Array, axis: int, is_max: bool, last: bool) -> Array:
+def arg_extreme(x: Array, axis: int, is_max: bool, last: bool) -> Array:
     """onnxruntime's scan: the first element, then each later one that beats it
     (strictly; or ties too with `last`). A NaN never beats anything, so a row
     starting with NaN gives 0 and other NaNs are skipped."""
@@ -128,7 +128,7 @@ def reduce(kind: str, x: Array, axes: Axes, keepdims: bool, last: bool = False) 
     """`kind` over `axes` of `x`, in ONNX's result type rules (args: int64)."""
     with np.errstate(all="ignore"):
         if kind in ("argmax", "argmin"):
-            y = _arg(x, axes[0], kind == "argmax", last)
+            y = arg_extreme(x, axes[0], kind == "argmax", last)
         else:
             y = _REDUCE[kind](x, axes)
     return y if keepdims else np.squeeze(y, axis=axes)

@@ -172,3 +172,20 @@ def test_max_pool_skips_nan(session_device, backend, precision) -> None:
     clean = ~np.isnan(win).any(axis=(-2, -1))
     assert clean.sum() >= 25
     _same(got, want, precision, where=clean)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_reduce_with_runtime_axes_nan(op: str) -> None:
+    """Axes as a run-time input keep the ONNX op (its own CPU kernel): the same
+    NaN rule as onnxruntime there too."""
+    x = _nan_rows(5)
+    model = graph(
+        [node(op, ["x", "axes"], ["y"])],
+        {"x": (x.shape, "float32"), "axes": ((1,), "int64")},
+        ["y"],
+        opset=18,
+    )
+    feeds = {"x": x, "axes": np.array([1], np.int64)}
+    want = ort_run(model, feeds)["y"]
+    got = vknn.Session(model.SerializeToString(), vknn.Config(backends=("cpu",))).run(feeds)["y"]
+    _same(got, want, "high")
