@@ -13,12 +13,10 @@ from vknn.runtime.plan import Step
 
 
 def _shifted(x: np.ndarray, axis: int) -> np.ndarray:
-    """x - max(x) along `axis`: exp of it is at most 1. A row that is all
-    -inf would give nan (-inf - -inf); shifting it by 0 keeps onnxruntime's
-    answer for it instead."""
-    m = x.max(axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
-    return x - m
+    """x - max(x) along `axis`: exp of it is at most 1. As in onnxruntime, a
+    row whose max is +inf, -inf (all -inf) or NaN becomes all NaN (inf - inf)."""
+    with np.errstate(invalid="ignore"):
+        return x - x.max(axis=axis, keepdims=True)
 
 
 @register("vx.softmax")
@@ -27,7 +25,7 @@ def softmax(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
     assert x is not None
     axis = int(step.attrs["axis"])
     e = np.exp(_shifted(widen(x), axis))
-    with np.errstate(invalid="ignore"):  # 0/0 for a row of all -inf: NaN, as onnxruntime
+    with np.errstate(invalid="ignore"):
         y = e / e.sum(axis=axis, keepdims=True)
     if step.attrs.get("zero_nan"):
         y = np.where(np.isnan(y), np.zeros((), y.dtype), y)
@@ -40,7 +38,8 @@ def log_softmax(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarray]
     assert x is not None
     axis = int(step.attrs["axis"])
     s = _shifted(widen(x), axis)
-    return [finish(step, s - np.log(np.exp(s).sum(axis=axis, keepdims=True)))]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return [finish(step, s - np.log(np.exp(s).sum(axis=axis, keepdims=True)))]
 
 
 @register("vx.layernorm")

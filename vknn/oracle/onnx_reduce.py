@@ -11,28 +11,23 @@ import numpy as np
 
 from vknn.oracle.numerics import widen
 from vknn.oracle.onnx_common import Array, attr, axis, need, norm_axis, out_dtype
+from vknn.oracle.reduce import arg_extreme, extreme
 from vknn.oracle.registry import register
 from vknn.runtime.plan import Step
-
-
-def _low(x: Array) -> Array:
-    return np.asarray(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min, x.dtype)
-
-
-def _high(x: Array) -> Array:
-    return np.asarray(np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).max, x.dtype)
 
 
 def _max(x: Array, axes: tuple[int, ...], keep: bool) -> Array:
     if x.dtype == bool:
         return np.any(x, axis=axes, keepdims=keep)
-    return np.max(x, axis=axes, keepdims=keep, initial=_low(x))
+    y = extreme(x, axes, True)  # onnxruntime's NaN rule, as vx.reduce
+    return y if keep else np.squeeze(y, axis=axes)
 
 
 def _min(x: Array, axes: tuple[int, ...], keep: bool) -> Array:
     if x.dtype == bool:
         return np.all(x, axis=axes, keepdims=keep)
-    return np.min(x, axis=axes, keepdims=keep, initial=_high(x))
+    y = extreme(x, axes, False)
+    return y if keep else np.squeeze(y, axis=axes)
 
 
 def _log_sum_exp(x: Array, axes: tuple[int, ...], keep: bool) -> Array:
@@ -78,23 +73,21 @@ def _reduce(step: Step, inputs: list[Array | None]) -> list[Array]:
 register(*(f"onnx.{n}" for n in _REDUCE))(_reduce)
 
 
-def _arg(step: Step, inputs: list[Array | None], pick: Callable[..., Array]) -> list[Array]:
+def _arg(step: Step, inputs: list[Array | None], is_max: bool) -> list[Array]:
     x = need(inputs[0])
     a = axis(step, x.ndim, 0)
-    if int(attr(step, "select_last_index", 0)):
-        y = x.shape[a] - 1 - pick(np.flip(x, a), axis=a)
-    else:
-        y = pick(x, axis=a)
-    if int(attr(step, "keepdims", 1)):
-        y = np.expand_dims(y, a)
+    # onnxruntime's scan (NaN picked only at index 0), as vx.reduce's oracle.
+    y = arg_extreme(x, a, is_max, bool(int(attr(step, "select_last_index", 0))))
+    if not int(attr(step, "keepdims", 1)):
+        y = np.squeeze(y, axis=a)
     return [np.asarray(y).astype(np.int64)]
 
 
 @register("onnx.ArgMax")
 def argmax(step: Step, inputs: list[Array | None]) -> list[Array]:
-    return _arg(step, inputs, np.argmax)
+    return _arg(step, inputs, True)
 
 
 @register("onnx.ArgMin")
 def argmin(step: Step, inputs: list[Array | None]) -> list[Array]:
-    return _arg(step, inputs, np.argmin)
+    return _arg(step, inputs, False)

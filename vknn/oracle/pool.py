@@ -94,7 +94,11 @@ def pool(step: Step, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
         return _reduce_windows(strided_windows(tp, kernel, strides, dilations, out), n, ufunc)
 
     if kind == "max":
-        # Max is exact in any dtype: no widening, integers stay integers.
+        # Max is exact in any dtype: no widening, integers stay integers. NaN is
+        # skipped (the max of the rest, as onnxruntime's MLAS pooling); a window
+        # of only NaN gives -inf (onnxruntime: -FLT_MAX).
+        if x.dtype.kind == "f":
+            x = np.where(np.isnan(x), np.asarray(-np.inf, x.dtype), x)
         y = windows(x, _lowest(x.dtype), np.maximum)
         return [finish(step, y)]
 

@@ -69,6 +69,23 @@ def _log_sum_exp(x: Array, axes: Axes) -> Array:
     return np.log(np.sum(np.exp(w - shift), axis=axes, keepdims=True)) + shift
 
 
+def extreme(x: Array, axes: Axes, is_max: bool) -> Array:
+    """Max / min as onnxruntime's scan: start at the slice's first element and
+    take each later one that beats it, so NaN is skipped unless it is first."""
+    if x.dtype.kind != "f":
+        if is_max:
+            return np.max(x, axis=axes, keepdims=True, initial=_lowest(x))
+        return np.min(x, axis=axes, keepdims=True, initial=_highest(x))
+    nan = np.isnan(x)
+    filled = np.where(nan, np.asarray(-np.inf if is_max else np.inf, x.dtype), x)
+    fn = np.max if is_max else np.min
+    y = fn(filled, axis=axes, keepdims=True, initial=_lowest(x) if is_max else _highest(x))
+    if x.size == 0:
+        return y
+    first = nan[tuple(slice(0, 1) if d in axes else slice(None) for d in range(x.ndim))]
+    return np.where(first, np.asarray(np.nan, x.dtype), y)
+
+
 def _wide(fn: Callable[[Array, Axes], Array]) -> Callable[[Array, Axes], Array]:
     """Kinds ONNX defines with float math (l2, logs) on any input type."""
     return lambda x, axes: fn(x.astype(np.float64), axes)
@@ -77,8 +94,8 @@ def _wide(fn: Callable[[Array, Axes], Array]) -> Callable[[Array, Axes], Array]:
 _REDUCE: dict[str, Callable[[Array, Axes], Array]] = {
     "sum": _sum,
     "mean": _mean,
-    "max": lambda x, axes: np.max(x, axis=axes, keepdims=True, initial=_lowest(x)),
-    "min": lambda x, axes: np.min(x, axis=axes, keepdims=True, initial=_highest(x)),
+    "max": lambda x, axes: extreme(x, axes, True),
+    "min": lambda x, axes: extreme(x, axes, False),
     "prod": lambda x, axes: np.prod(
         _acc(x), axis=axes, keepdims=True, dtype=None if _is_float(x) else x.dtype
     ),
@@ -90,14 +107,20 @@ _REDUCE: dict[str, Callable[[Array, Axes], Array]] = {
 }
 
 
-def _arg(x: Array, axis: int, is_max: bool, last: bool) -> Array:
-    if last:
-        # The last extreme is the first one in the reversed axis.
-        flipped = np.flip(x, axis=axis)
-        idx = np.argmax(flipped, axis=axis) if is_max else np.argmin(flipped, axis=axis)
-        idx = x.shape[axis] - 1 - idx
-    else:
-        idx = np.argmax(x, axis=axis) if is_max else np.argmin(x, axis=axis)
+def arg_extreme(x: Array, axis: int, is_max: bool, last: bool) -> Array:
+    """onnxruntime's scan: the first element, then each later one that beats it
+    (strictly; or ties too with `last`). A NaN never beats anything, so a row
+    starting with NaN gives 0 and other NaNs are skipped."""
+    x = np.moveaxis(x, axis, -1)
+    if x.shape[-1] == 0:
+        raise ValueError("argmax/argmin over an empty axis")
+    nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+    filled = np.where(nan, -np.inf if is_max else np.inf, x) if nan.any() else x
+    best = filled.max(axis=-1, keepdims=True) if is_max else filled.min(axis=-1, keepdims=True)
+    hit = (filled == best) & ~nan
+    n = x.shape[-1]
+    idx = n - 1 - np.argmax(hit[..., ::-1], axis=-1) if last else np.argmax(hit, axis=-1)
+    idx = np.where(nan[..., 0], 0, idx)
     return np.expand_dims(idx, axis).astype(np.int64)
 
 
@@ -105,7 +128,7 @@ def reduce(kind: str, x: Array, axes: Axes, keepdims: bool, last: bool = False) 
     """`kind` over `axes` of `x`, in ONNX's result type rules (args: int64)."""
     with np.errstate(all="ignore"):
         if kind in ("argmax", "argmin"):
-            y = _arg(x, axes[0], kind == "argmax", last)
+            y = arg_extreme(x, axes[0], kind == "argmax", last)
         else:
             y = _REDUCE[kind](x, axes)
     return y if keepdims else np.squeeze(y, axis=axes)

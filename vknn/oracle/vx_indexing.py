@@ -3,9 +3,10 @@
 `vx.scatter_elements`, the oracle of kernels/indexing.py.
 
 The lowering has normalized axes (never negative); indices may still be
-negative (from the end of their axis) and are checked here: an index out of
-range raises IndexError naming it, as onnxruntime errors (the Vulkan kernels
-clamp instead, never reading outside a tensor).
+negative (from the end of their axis); an index still out of range is
+clamped into its axis, exactly as the Vulkan kernels do (they clamp to never
+read outside a tensor), so every backend gives the same result. onnxruntime
+raises instead; a constant out-of-range index is refused at compile time.
 """
 
 from __future__ import annotations
@@ -19,15 +20,12 @@ Array = np.ndarray
 
 
 def _wrap(idx: Array, dim: Array | int, what: str) -> Array:
-    """Indices with negatives counted from the end; IndexError if any is outside."""
+    """Indices with negatives counted from the end, the rest clamped into the
+    axis, as the Vulkan kernel does (indexing.comp `fix_index`)."""
+    del what  # kept so call sites say which op they index for
     idx = idx.astype(np.int64, copy=False)
     fixed = np.where(idx < 0, idx + dim, idx)
-    bad = (fixed < 0) | (fixed >= dim)
-    if bad.any():
-        first = np.argwhere(bad)[0]
-        limit = int(np.broadcast_to(dim, idx.shape)[tuple(first)])
-        raise IndexError(f"{what} index {int(idx[tuple(first)])} is out of range for size {limit}")
-    return fixed
+    return np.clip(fixed, 0, np.maximum(np.asarray(dim, np.int64) - 1, 0))
 
 
 @register("vx.float_test")

@@ -18,7 +18,7 @@ import onnxruntime as ort
 import pytest
 
 import vknn
-from tests.unit.vulkan.harness import check, graph, lowered, node, shaders, vk_session
+from tests.unit.vulkan.harness import check, cpu, graph, lowered, node, shaders, vk_session
 
 PRECISIONS = ["high", "low"]
 
@@ -249,6 +249,38 @@ def test_gather_out_of_range_stays_inside(session_device) -> None:
     np.testing.assert_array_equal(y, x[[3, 0]])
     with pytest.raises(Exception, match="(?i)out of (range|bounds)|indices"):
         _ort(model, {"x": x, "i": np.array([7, -9], np.int64)})
+
+
+_OOB_CASES = {
+    # op: (attrs, x shape, indices) with indices past both ends, a 64-bit one
+    # past 32 bits, and in-range negatives that wrap as in onnxruntime.
+    "Gather": ({"axis": 1}, (2, 5, 3), [[7, -9], [-1, 2**40], [-5, 4]]),
+    "GatherElements": ({"axis": 1}, (2, 5), [[7, -9, -1, 0], [-(2**40), 4, -5, 9]]),
+    "GatherND": ({}, (4, 5), [[0, 9], [-1, -2], [7, -8], [2**33, 1]]),
+}
+
+
+@pytest.mark.parametrize("op", list(_OOB_CASES))
+def test_dynamic_out_of_range_index_same_on_every_backend(session_device, op: str) -> None:
+    """A dynamic out-of-range index gives the same result on the CPU backend
+    as on Vulkan (both clamp into the axis; the device never reads outside a
+    tensor), while in-range negatives wrap from the end as onnxruntime does."""
+    attrs, shape, raw = _OOB_CASES[op]
+    ix = np.array(raw, np.int64)
+    model = graph(
+        [node(op, ["x", "i"], ["y"], **attrs)],
+        {"x": (shape, "float32"), "i": (ix.shape, "int64")},
+        ["y"],
+    )
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    (y,), _ = _on_vulkan(model, {"x": x, "i": ix})
+    want = cpu(model, {"x": x, "i": ix})["y"]
+    np.testing.assert_array_equal(y, want)
+    # In range, both agree with onnxruntime (negatives wrap).
+    inside = np.where(ix < 0, -1, np.minimum(ix, 1))
+    (y,), _ = _on_vulkan(model, {"x": x, "i": inside})
+    np.testing.assert_array_equal(y, _ort(model, {"x": x, "i": inside})[0])
+    np.testing.assert_array_equal(cpu(model, {"x": x, "i": inside})["y"], y)
 
 
 @pytest.mark.parametrize("op", ["Gather", "GatherElements"])
