@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # the Vulkan tests fail on any message it reports.
 export VKNN_VALIDATION="${VKNN_VALIDATION:-1}"
 echo "== ruff"
-ruff check vknn tests benchmarks
+ruff check vknn tests benchmarks examples
 echo "== lit"
 lit -sv tests/lit
 echo "== pytest"

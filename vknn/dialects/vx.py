@@ -1394,7 +1394,7 @@ class GatherOp(VxOp):
 
 
 # -- indexing and float tests (ONNX GatherND, GatherElements, ScatterElements,
-# IsNaN/IsInf): vknn/kernels/indexing.py, runtime/cpu/vx_indexing.py.
+# IsNaN/IsInf): vknn/kernels/indexing.py, oracle/vx_indexing.py.
 
 FLOAT_TESTS = ("nan", "inf", "pos_inf", "neg_inf")
 """`vx.float_test` kinds: IsNaN, IsInf, IsInf(detect_negative=0), IsInf(detect_positive=0)."""

@@ -104,7 +104,10 @@ def _check_utf8(g: onnx.GraphProto, name: str) -> None:
         if bad(vi.name):
             raise ModelLoadError(f"{name}: a graph value name is not valid UTF-8 text: {vi.name!r}")
     for t in g.initializer:
-        if bad(t.name) or any(bad(e.key) or bad(e.value) for e in t.external_data):
+        # external-data values: text only (the loader names a NUL or a bad offset itself)
+        if bad(t.name) or any(
+            not (isinstance(e.key, str) and isinstance(e.value, str)) for e in t.external_data
+        ):
             raise ModelLoadError(f"{name}: initializer {t.name!r}: a name is not valid UTF-8 text")
     for node in g.node:
         fields = [node.name, node.op_type, node.domain, *node.input, *node.output]

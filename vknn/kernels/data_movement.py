@@ -406,7 +406,8 @@ def fill_bits(value: float, dtype: str, variant: str) -> int:
     import numpy as np
 
     if elem_variant(dtype, variant) == "fp16":
-        v = np.clip(np.float64(value), -65504.0, 65504.0)
+        v = np.float64(value)
+        v = v if np.isinf(v) else np.clip(v, -65504.0, 65504.0)  # -inf pads stay -inf
         return int(np.float16(v).view(np.uint16))
     if dtype in ("float32", "float16"):
         if dtype == "float16":

@@ -39,7 +39,7 @@ at least as accurate as the CPU's per-op f16 rounding), i1 as `bool`
 kept sign-extended: results of i8/i16 ops wrap to their width, unsigned ops
 reinterpret the width's bits), i64 as `int64_t` (stored as int64; the body
 is then built with `VKNN_INT64`, which needs shaderInt64: `uses_int64`);
-the semantics are the CPU oracle's (`runtime/cpu/elementwise.py`), float ->
+the semantics are the CPU oracle's (`oracle/elementwise.py`), float ->
 int conversions those of onnxruntime's Cast (NaN and values past the range
 give the type's minimum before wrapping). Epilogue bodies take no i64.
 `unsupported(...)` says why a body cannot be generated (None when it can),

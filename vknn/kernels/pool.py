@@ -6,7 +6,7 @@ is a reduction per (n, c) plane, done by `LANES` cooperating invocations
 (pool_global.comp) sized to the plane, so 7x7 and 56x56 planes both keep
 the GPU busy; every other pool is one invocation per output (pool.comp).
 Max / avg (count_include_pad or not) / Lp, ceil mode and dilation follow the
-CPU oracle (vknn/runtime/cpu/pool.py); 1-D pools run as 2-D with H = 1.
+CPU oracle (vknn/oracle/pool.py); 1-D pools run as 2-D with H = 1.
 
 This module must not import xDSL or the CPU backend, or touch a device.
 """

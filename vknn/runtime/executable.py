@@ -483,7 +483,7 @@ class Executable:
                           ("readback", si, t2, t3, down)]  # fmt: skip
 
     def _run_cpu(self, seg: CpuSegment, values: list[Any]) -> None:
-        from vknn.runtime.cpu.executor import run_step
+        from vknn.oracle.executor import run_step
 
         local: list[Any] = [None] * seg.slots
         for v, s in zip(seg.inputs, seg.arg_slots, strict=True):

@@ -476,7 +476,7 @@ def _vulkan(s: dict[str, Any], w: str, kernels: tuple[Kernel, ...],
 
 
 def _cpu(s: dict[str, Any], w: str, arrays: tuple[np.ndarray, ...]) -> CpuSegment:
-    from vknn.runtime.cpu import has_kernel
+    from vknn.oracle import has_kernel
 
     s = _map(s, w, ("inputs", "outputs", "slots", "arg_slots", "out_slots", "constants",
                     "specs", "steps"))  # fmt: skip

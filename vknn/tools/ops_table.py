@@ -52,7 +52,7 @@ def _vulkan_kernels() -> dict[str, str]:
 
 def render() -> str:
     from vknn.dialects import vx
-    from vknn.runtime.cpu import has_kernel
+    from vknn.oracle import has_kernel
     from vknn.transforms.convert_onnx_to_vx import LOWERINGS
 
     vk = _vulkan_kernels()
@@ -82,7 +82,7 @@ def render() -> str:
         "",
         "`vx`: lowered by convert-onnx-to-vx and run by the `vx` kernels above.",
         "`onnx`: no `vx` lowering; stays an `onnx.*` op, run on the CPU by our numpy kernel",
-        "of that op (`vknn/runtime/cpu/`; it also runs the op when a lowering refuses a",
+        "of that op (`vknn/oracle/`; it also runs the op when a lowering refuses a",
         "node). `none`: no kernel of ours: a one-line error at compile time, unless",
         "`Config(onnx_reference=True)` opts in to ONNX's reference implementation",
         "(backend `onnx-reference` in `Session.node_backends()`).",

@@ -6,7 +6,7 @@ Folds, to convergence with infer-shapes' type refinement:
   * ConstantOfShape with a constant shape, as a zero-copy splat in the weight
     store (VGG-19's fully connected weights cost no memory until used);
   * any other deterministic operator whose inputs are all constants, evaluated
-    by the CPU kernel of its `onnx.*` op (vknn.runtime.cpu), or, for an op with
+    by the CPU kernel of its `onnx.*` op (vknn.oracle), or, for an op with
     no such kernel, by ONNX's reference implementation (imported only then).
 Results become `onnx.Constant` ops (inline when small, else resources).
 """
@@ -184,7 +184,7 @@ class FoldVxConstantOperands(RewritePattern):
             if shape is None or int(np.prod(shape)) > _MAX_FOLD_ELEMENTS:
                 return
         from vknn.ir.to_plan import op_step
-        from vknn.runtime.cpu import kernel_for
+        from vknn.oracle import kernel_for
 
         kernel = kernel_for(op.name)
         if kernel is None:
@@ -214,7 +214,7 @@ def evaluate(op: OnnxOp, values: list[np.ndarray | None]) -> list[np.ndarray] | 
     """Run one op on constant inputs: our CPU kernel of the `onnx.*` op when
     there is one, else ONNX's reference implementation."""
     from vknn.ir.to_plan import op_step
-    from vknn.runtime.cpu.registry import kernel_for, refusal
+    from vknn.oracle.registry import kernel_for, refusal
 
     if kernel_for(op.name) is not None:
         try:

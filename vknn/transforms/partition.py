@@ -49,7 +49,7 @@ HEAVY_KINDS = frozenset(
 
 def cpu_refusal(step: Step, onnx_reference: bool = False) -> str | None:
     """Why no CPU path runs `step` (one line), or None."""
-    from vknn.runtime.cpu.registry import refusal
+    from vknn.oracle.registry import refusal
 
     why = refusal(step)
     if why is None or (onnx_reference and step.op.startswith("onnx.")):
@@ -62,7 +62,7 @@ def cpu_backend(step: Step, onnx_reference: bool = False) -> tuple[str, str] | N
     """(backend, note) of the CPU path that runs `step`, or None: our own
     kernel when it takes the step, else onnx.reference for an `onnx.*` op
     under the opt-in."""
-    from vknn.runtime.cpu.registry import refusal
+    from vknn.oracle.registry import refusal
 
     why = refusal(step)
     if why is None:

@@ -154,7 +154,7 @@ def test_conv_constant_weights() -> None:
 
 def test_conv_batch_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the im2col budget, images are gathered one at a time."""
-    from vknn.runtime.cpu import conv
+    from vknn.oracle import conv
 
     monkeypatch.setattr(conv, "_IM2COL_BUDGET", 1)
     inputs = {"x": _rand(1, 3, 4, 6, 6), "w": _rand(2, 6, 2, 3, 3), "b": _rand(3, 6)}

@@ -23,7 +23,7 @@ from onnx import helper, numpy_helper
 
 import vknn
 from tests.unit.program_steps import cpu_steps
-from vknn.runtime.cpu.elementwise import fused_pointwise_kernel
+from vknn.oracle.elementwise import fused_pointwise_kernel
 from vknn.runtime.plan import Step, TensorSpec
 
 OPSET = 21

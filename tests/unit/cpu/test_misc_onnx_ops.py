@@ -97,3 +97,18 @@ def test_dft_and_center_crop_pad() -> None:
     consts = {"ax": np.array(1, np.int64), "shape": np.array([3, 9], np.int64)}
     check(build(nodes, {"sig": sig, "img": img}, ["f0", "f1", "c0"], consts, opset=20),
           {"sig": sig, "img": img}, atol=1e-5)  # fmt: skip
+
+
+def test_deform_conv_groups_and_mask() -> None:
+    r = rng(6)
+    x = r.standard_normal((2, 4, 6, 5)).astype(np.float32)
+    w = r.standard_normal((6, 2, 3, 2)).astype(np.float32)
+    off = (r.standard_normal((2, 2 * 2 * 6, 3, 5)) * 1.5).astype(np.float32)
+    mask = r.uniform(0, 1, (2, 2 * 6, 3, 5)).astype(np.float32)
+    attrs = {"kernel_shape": [3, 2], "group": 2, "offset_group": 2, "pads": [1, 0, 1, 1],
+             "strides": [2, 1]}  # fmt: skip
+    feeds = {"x": x, "off": off, "mask": mask}
+    consts = {"w": w, "b": r.standard_normal(6).astype(np.float32)}
+    m = build([("DeformConv", ["x", "w", "off", "b", "mask"], ["y"], attrs)], feeds, ["y"],
+              consts, opset=19)  # fmt: skip
+    check(m, feeds, atol=1e-5)

@@ -54,37 +54,37 @@ def test_default_session_never_imports_onnx_reference() -> None:
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
 
 
-def _deform_conv_model():  # type: ignore[no-untyped-def]
-    """DeformConv: an op with no kernel of ours."""
+def _roi_align_model():  # type: ignore[no-untyped-def]
+    """RoiAlign: an op with no kernel of ours."""
     r = np.random.default_rng(0)
     feeds = {
-        "x": r.standard_normal((1, 1, 4, 4)).astype(np.float32),
-        "off": r.standard_normal((1, 8, 3, 3)).astype(np.float32) * 0.3,
+        "x": r.standard_normal((1, 2, 6, 6)).astype(np.float32),
+        "rois": np.array([[0.5, 0.5, 4.0, 3.5], [1.0, 2.0, 5.5, 5.0]], np.float32),
     }
     m = build(
-        [("DeformConv", ["x", "w", "off"], ["y"], {"kernel_shape": [2, 2]})],
+        [("RoiAlign", ["x", "rois", "bi"], ["y"], {"output_height": 2, "output_width": 3})],
         feeds,
         ["y"],
-        {"w": r.standard_normal((1, 1, 2, 2)).astype(np.float32)},
-        opset=19,
+        {"bi": np.array([0, 0], np.int64)},
+        opset=16,
     )
     return m, feeds
 
 
 def test_op_without_kernel_is_a_compile_time_error() -> None:
-    m, _ = _deform_conv_model()
+    m, _ = _roi_align_model()
     with pytest.raises(VknnError) as e:
         vknn.Session(m, vknn.Config(backends=("cpu",)))
     msg = str(e.value)
-    assert "\n" not in msg and "DeformConv" in msg and "Config.onnx_reference=True" in msg
+    assert "\n" not in msg and "RoiAlign" in msg and "Config.onnx_reference=True" in msg
 
 
 def test_onnx_reference_opt_in() -> None:
-    m, feeds = _deform_conv_model()
+    m, feeds = _roi_align_model()
     sess = vknn.Session(m, vknn.Config(backends=("cpu",), onnx_reference=True))
     y = sess.run(feeds)["y"]
     from onnx.reference import ReferenceEvaluator
 
     want = ReferenceEvaluator(m).run(None, feeds)[0]
     np.testing.assert_allclose(y, want, rtol=1e-6)
-    assert sess.node_backends() == {"n0_DeformConv": "onnx-reference"}
+    assert sess.node_backends() == {"n0_RoiAlign": "onnx-reference"}

@@ -23,14 +23,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import vknn
-import vknn.runtime.cpu  # noqa: F401  (registers the oracle kernels)
+import vknn.oracle  # noqa: F401  (registers the oracle kernels)
 from tests.unit.models import cosine_and_error, model_inputs, torch_model
 from tests.unit.test_passes_fuse_attention import _attention_model, _feeds, _ort
 from tests.unit.vulkan import vkd_checks as V
 from tests.unit.vulkan.harness import graph, node, vk_vs_cpu
 from vknn.kernels import gate, views
 from vknn.kernels.matmul import matmul_space
-from vknn.runtime.cpu.registry import kernel_for
+from vknn.oracle.registry import kernel_for
 from vknn.runtime.plan import NO_VALUE, Step, TensorSpec
 from vknn.runtime.vulkan.caps import DeviceCaps
 

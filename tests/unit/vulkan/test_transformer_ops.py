@@ -18,7 +18,7 @@ import onnxruntime as ort
 import pytest
 
 import vknn
-from tests.unit.vulkan.harness import check, graph, lowered, node, shaders, vk_session
+from tests.unit.vulkan.harness import check, cpu, graph, lowered, node, shaders, vk_session
 
 PRECISIONS = ["high", "low"]
 
@@ -40,7 +40,8 @@ def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarra
 
 def _fp16(x: np.ndarray, precision: str) -> np.ndarray:
     if precision == "low" and x.dtype == np.float32:
-        return np.clip(x, -65504, 65504).astype(np.float16).astype(np.float32)
+        y = np.where(np.isinf(x), x, np.clip(x, -65504, 65504))  # inf stays inf
+        return y.astype(np.float16).astype(np.float32)
     return x
 
 
@@ -70,16 +71,15 @@ def test_isnan_isinf(session_device, precision: str) -> None:
     x = rng.standard_normal((3, 4, 33)).astype(np.float32)
     x[0, 0, :3] = np.nan
     x[1, 2, 5] = -np.nan
-    nodes = [node("IsNaN", ["x"], ["nan"])]
-    outs = ["nan"]
-    if precision == "high":  # fp16 storage saturates +-inf to +-65504 by design
-        x[2, 1, 7], x[2, 3, 0] = np.inf, -np.inf
-        nodes += [
-            node("IsInf", ["x"], ["inf"]),
-            node("IsInf", ["x"], ["pos"], detect_negative=0),
-            node("IsInf", ["x"], ["neg"], detect_positive=0),
-        ]
-        outs += ["inf", "pos", "neg"]
+    # +-inf survives fp16 storage (finite overflow saturates, inf stays).
+    x[2, 1, 7], x[2, 3, 0] = np.inf, -np.inf
+    nodes = [
+        node("IsNaN", ["x"], ["nan"]),
+        node("IsInf", ["x"], ["inf"]),
+        node("IsInf", ["x"], ["pos"], detect_negative=0),
+        node("IsInf", ["x"], ["neg"], detect_positive=0),
+    ]
+    outs = ["nan", "inf", "pos", "neg"]
     _exact(graph(nodes, {"x": ((3, 4, 33), "float32")}, outs), {"x": x}, precision)
 
 
@@ -251,6 +251,38 @@ def test_gather_out_of_range_stays_inside(session_device) -> None:
         _ort(model, {"x": x, "i": np.array([7, -9], np.int64)})
 
 
+_OOB_CASES = {
+    # op: (attrs, x shape, indices) with indices past both ends, a 64-bit one
+    # past 32 bits, and in-range negatives that wrap as in onnxruntime.
+    "Gather": ({"axis": 1}, (2, 5, 3), [[7, -9], [-1, 2**40], [-5, 4]]),
+    "GatherElements": ({"axis": 1}, (2, 5), [[7, -9, -1, 0], [-(2**40), 4, -5, 9]]),
+    "GatherND": ({}, (4, 5), [[0, 9], [-1, -2], [7, -8], [2**33, 1]]),
+}
+
+
+@pytest.mark.parametrize("op", list(_OOB_CASES))
+def test_dynamic_out_of_range_index_same_on_every_backend(session_device, op: str) -> None:
+    """A dynamic out-of-range index gives the same result on the CPU backend
+    as on Vulkan (both clamp into the axis; the device never reads outside a
+    tensor), while in-range negatives wrap from the end as onnxruntime does."""
+    attrs, shape, raw = _OOB_CASES[op]
+    ix = np.array(raw, np.int64)
+    model = graph(
+        [node(op, ["x", "i"], ["y"], **attrs)],
+        {"x": (shape, "float32"), "i": (ix.shape, "int64")},
+        ["y"],
+    )
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    (y,), _ = _on_vulkan(model, {"x": x, "i": ix})
+    want = cpu(model, {"x": x, "i": ix})["y"]
+    np.testing.assert_array_equal(y, want)
+    # In range, both agree with onnxruntime (negatives wrap).
+    inside = np.where(ix < 0, -1, np.minimum(ix, 1))
+    (y,), _ = _on_vulkan(model, {"x": x, "i": inside})
+    np.testing.assert_array_equal(y, _ort(model, {"x": x, "i": inside})[0])
+    np.testing.assert_array_equal(cpu(model, {"x": x, "i": inside})["y"], y)
+
+
 @pytest.mark.parametrize("op", ["Gather", "GatherElements"])
 def test_constant_out_of_range_index_is_an_error(session_device, op: str) -> None:
     """A constant index out of range is known at compile time: the node is
@@ -401,15 +433,18 @@ def _sdpa_feeds(bool_mask: bool, seq: int = 8) -> dict[str, np.ndarray]:
     return feeds
 
 
+@pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("bool_mask", [False, True])
-def test_sdpa_decomposition_on_vulkan(session_device, bool_mask: bool) -> None:
+def test_sdpa_decomposition_on_vulkan(session_device, bool_mask: bool, precision: str) -> None:
+    """Also at fp16 storage: the -inf of the mask stays -inf (only finite
+    overflow saturates), so the fully masked row is 0, not uniform."""
     model = sdpa_model(bool_mask)
     feeds = _sdpa_feeds(bool_mask)
-    (got,), _ = _on_vulkan(model, feeds)
+    (got,), _ = _on_vulkan(model, feeds, precision)
     want = _ort(model, feeds)[0]
     assert np.isfinite(got).all()
     np.testing.assert_array_equal(got[0, :, 0], 0)  # the fully masked row
-    check(got, want, False)
+    check(got, want, precision != "high")
 
 
 @pytest.mark.parametrize("bool_mask", [False, True])
@@ -431,7 +466,7 @@ def test_softmax_of_a_masked_row_is_nan_unguarded(session_device, precision: str
         {"x": ((2, 3, 40), "float32")},
         ["n"],
     )
-    (n,), _ = _on_vulkan(model, {"x": x}, "high" if precision == "high" else "normal")
+    (n,), _ = _on_vulkan(model, {"x": x}, precision)
     np.testing.assert_array_equal(n, _ort(model, {"x": x})[0])
     assert n[0, 1].all() and n.sum() == 40
 

@@ -1,7 +1,7 @@
 // vx.gather: out[o, j, k] = data[o, idx[j] (+dim if negative), k], with the
 // data viewed as [outer, dim, inner] around the gather axis and the indices
-// flattened to [nidx]. An out-of-range index (the CPU raises) is clamped
-// rather than read outside the tensor.
+// flattened to [nidx]. An out-of-range index is clamped (as the CPU backend
+// does, vknn/oracle/shape_ops.py) rather than read outside the tensor.
 // Specialization constants: 0 = workgroup size.
 // Push constants: n, base, inner, nidx, dim.
 // Bindings: 0 = data, 1 = indices (int32 words; with VKNN_IDX64 int64 as

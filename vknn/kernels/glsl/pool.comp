@@ -73,7 +73,7 @@ void main() {
             }
             if (!(y_in && x_in)) continue;
             afp v = LOAD(x_data, x_base + (uint(iy) * p.W + uint(ix)) * step_);
-            if (KIND == POOL_MAX) acc = vknn_max(acc, v);
+            if (KIND == POOL_MAX) acc = v > acc ? v : acc;  // NaN skipped, as onnxruntime
             else if (KIND == POOL_AVG) acc += v;
             else acc += pow(abs(v), p.lp);
         }

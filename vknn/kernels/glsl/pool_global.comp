@@ -55,7 +55,7 @@ void main() {
         }
         for (uint i = lane; i < p.HW; i += LANES) {
             afp v = LOAD(x_data, x_base + i * step_);
-            if (KIND == POOL_MAX) acc = vknn_max(acc, v);
+            if (KIND == POOL_MAX) acc = v > acc ? v : acc;  // NaN skipped, as onnxruntime
             else if (KIND == POOL_AVG) acc += v;
             else acc += pow(abs(v), p.lp);
         }
@@ -65,7 +65,7 @@ void main() {
     for (uint s = LANES / 2u; s > 0u; s >>= 1u) {
         if (lane < s) {
             afp o = red[lid + s];
-            red[lid] = KIND == POOL_MAX ? vknn_max(red[lid], o) : red[lid] + o;
+            red[lid] = KIND == POOL_MAX ? (o > red[lid] ? o : red[lid]) : red[lid] + o;
         }
         barrier();
     }

@@ -13,7 +13,8 @@
 // LOAD(buf, i)       element i of `buf` as afp
 // STORE(buf, i, v)   store afp `v` as element i: for fp16 it rounds to
 //                    nearest even and saturates finite overflow to +-65504
-//                    (never inf); NaN stays NaN.
+//                    (a finite value never becomes inf); +-inf and NaN stay
+//                    (a -inf attention mask must stay -inf).
 #ifndef VKNN_PRECISION_GLSL
 #define VKNN_PRECISION_GLSL
 
@@ -29,7 +30,7 @@
 // with integer arithmetic (ties to even); converting an exactly representable
 // value is exact under any rounding mode.
 float vknn_round_fp16(float v) {
-    if (isnan(v)) return v;
+    if (isnan(v) || isinf(v)) return v;  // inf: the rounding below keeps it
     v = clamp(v, -65504.0, 65504.0);
     uint u = floatBitsToUint(v);
     uint sgn = u & 0x80000000u;
@@ -53,8 +54,10 @@ float vknn_round_fp16(float v) {
     return sgn != 0u ? -r : r;
 }
 
-// Finite overflow saturates to +-65504 (clamp is undefined for NaN).
-float vknn_saturate_fp16(float v) { return isnan(v) ? v : clamp(v, -65504.0, 65504.0); }
+// Finite overflow saturates to +-65504 (clamp is undefined for NaN; +-inf stays).
+float vknn_saturate_fp16(float v) {
+    return isnan(v) || isinf(v) ? v : clamp(v, -65504.0, 65504.0);
+}
 
 #define LOAD(buf, i) float(buf[i])
 #if VKNN_FP16_HW_RTE

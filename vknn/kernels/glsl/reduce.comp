@@ -84,7 +84,10 @@ float identity() {
     return 0.0;
 }
 
+const bool EXTREME = KIND == REDUCE_MAX || KIND == REDUCE_MIN;
+
 float term(float x, float shift) {
+    if (EXTREME && isnan(x)) return identity();  // NaN is skipped, unless first (nan_first)
     if (KIND == REDUCE_L1) return abs(x);
     if (KIND == REDUCE_L2 || KIND == REDUCE_SUM_SQUARE) return x * x;
     if (KIND == REDUCE_LOG_SUM_EXP) return exp(x - shift);
@@ -96,6 +99,13 @@ float finish(float acc, float shift) {
     if (KIND == REDUCE_L2) return sqrt(acc);
     if (KIND == REDUCE_LOG_SUM) return log(acc);
     if (KIND == REDUCE_LOG_SUM_EXP) return log(acc) + shift;
+    return acc;
+}
+
+// onnxruntime's max/min scan starts at the slice's first element and takes
+// each later one that beats it, so the result is NaN iff that first one is.
+float nan_first(float acc, uint off) {
+    if (EXTREME && p.count > 0u && isnan(LOAD(x_data, off))) return uintBitsToFloat(0x7fc00000u);
     return acc;
 }
 
@@ -224,7 +234,7 @@ void main() {
         for (uint r = t; r < p.count; r += uint(WG_SIZE))
             acc = wg_combine(op, acc, term(LOAD(x_data, off + reduced_offset(r)), shift));
         acc = wg_reduce(op, acc);
-        if (t == 0u) STORE(y_data, o, PW_APPLY(finish(acc, shift), o));
+        if (t == 0u) STORE(y_data, o, PW_APPLY(nan_first(finish(acc, shift), off), o));
     } else {
         uint o = p.base + gl_GlobalInvocationID.x;
         if (o >= p.n_out) return;
@@ -238,6 +248,6 @@ void main() {
         float acc = identity();
         for (uint r = 0u; r < p.count; ++r)
             acc = wg_combine(op, acc, term(LOAD(x_data, off + reduced_offset(r)), shift));
-        STORE(y_data, o, PW_APPLY(finish(acc, shift), o));
+        STORE(y_data, o, PW_APPLY(nan_first(finish(acc, shift), off), o));
     }
 }

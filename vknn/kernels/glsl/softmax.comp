@@ -4,7 +4,8 @@
 // Three passes over the row (max, sum of exp(x - max), store); rows of at
 // most CACHE * WG_SIZE elements are read from memory once and kept in
 // registers. Reductions: reduce_wg.glsl (subgroup ops in the VKNN_SUBGROUP
-// variant). A row whose max is not finite is shifted by 0, as the oracle does.
+// variant). A row whose max is not finite (+-inf, NaN) is all NaN (inf - inf),
+// as in onnxruntime and the oracle.
 //
 // Specialization constants: 0 = workgroup size (a power of two), 1 = LOG
 // (log_softmax), 2 = CACHED (len <= CACHE * WG_SIZE), 3 = ZERO_NAN (NaN
@@ -57,7 +58,6 @@ void main() {
         for (uint j = t; j < p.len; j += uint(WG_SIZE)) m = vknn_max(m, LOAD(x_data, start + j * step));
     }
     m = wg_reduce(RED_MAX, m);
-    if (isinf(m)) m = 0.0;
 
     float s = 0.0;
     if (CACHED) {

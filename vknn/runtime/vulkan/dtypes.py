@@ -78,8 +78,11 @@ def to_device(x: np.ndarray, dtype: str, float_storage: np.dtype, what: str) -> 
     With int32 storage, values outside int32 raise ValueError naming `what`."""
     if dtype in FLOAT_DTYPES:
         if float_storage == np.float16 and x.dtype != np.float16:
-            # numpy rounds to nearest even; the clip keeps finite values finite.
-            return np.clip(x, -65504.0, 65504.0).astype(np.float16)
+            # numpy rounds to nearest even; the clip keeps finite values finite,
+            # +-inf stays (a -inf attention mask must stay -inf).
+            y = np.clip(x, -65504.0, 65504.0)
+            inf = np.isinf(x)
+            return np.asarray(np.where(inf, x, y) if inf.any() else y).astype(np.float16)
         return np.ascontiguousarray(x, dtype=float_storage)
     if np.dtype(float_storage) == np.int64:
         return np.ascontiguousarray(x, dtype=np.int64)
