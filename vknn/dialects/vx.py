@@ -1501,6 +1501,35 @@ class GatherElementsOp(VxOp):
 
 
 @irdl_op_definition
+class CumSumOp(VxOp):
+    """ONNX CumSum along a constant, normalized `axis`: out[.., k, ..] = sum
+    of input[.., j, ..] for j <= k (j < k when `exclusive`; j >= k / j > k
+    when `reverse`)."""
+
+    name = "vx.cum_sum"
+    LAYOUT_CLASS: ClassVar[LayoutClass] = "flat"
+    POINTWISE: ClassVar[bool] = False
+    HOSTS_EPILOGUE: ClassVar[bool] = False
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(I64Attr)
+    exclusive = prop_def(I64Attr)
+    reverse = prop_def(I64Attr)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def check(self) -> None:
+        _check_axis(self, self.axis.value.data, len(shape_of(self.input)))
+        for what in ("exclusive", "reverse"):
+            if getattr(self, what).value.data not in (0, 1):
+                raise self._fail(f"{what} must be 0 or 1")
+
+    def expected_shape(self) -> Shape:
+        return shape_of(self.input)
+
+
+@irdl_op_definition
 class ScatterElementsOp(VxOp):
     """ONNX ScatterElements: a copy of `data` where each updates[i] goes to
     the position of i with its `axis` coordinate replaced by indices[i]
@@ -1848,6 +1877,7 @@ GRAPH_OPS: tuple[type[VxOp], ...] = (
     FloatTestOp,
     GatherNDOp,
     GatherElementsOp,
+    CumSumOp,
     ScatterElementsOp,
     ExpandOp,
     PadOp,

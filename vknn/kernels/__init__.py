@@ -363,6 +363,7 @@ def pack_u32(*values: int) -> bytes:
 from vknn.kernels import attention as _attention  # noqa: E402, F401
 from vknn.kernels import cast_select as _cast_select  # noqa: E402, F401
 from vknn.kernels import conv as _conv  # noqa: E402, F401
+from vknn.kernels import cumsum as _cumsum  # noqa: E402, F401
 from vknn.kernels import data_movement as _data_movement  # noqa: E402, F401
 from vknn.kernels import elementwise as _elementwise  # noqa: E402, F401
 from vknn.kernels import fused_pointwise as _fused_pointwise  # noqa: E402, F401

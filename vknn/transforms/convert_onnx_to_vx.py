@@ -1042,6 +1042,18 @@ def _gather_elements(lo: Lowering) -> list[SSAValue]:
     return [lo.emit(vx.GatherElementsOp, [lo.x(0), lo.x(1)], lo.out_type(), axis=_i64(axis))]
 
 
+@lowers("CumSum")
+def _cum_sum(lo: Lowering) -> list[SSAValue]:
+    # The axis is a tensor operand: only a constant one lowers (a runtime
+    # axis would pick the line layout on the device).
+    known = constant_value(lo.x(1))
+    if known is None or known.size != 1:
+        raise NotLowered("CumSum axis is not a constant scalar")
+    axis = _axis(int(known.reshape(())), len(lo.shape(0)))
+    flags = {k: _i64(1 if lo.attr(k, 0) else 0) for k in ("exclusive", "reverse")}
+    return [lo.emit(vx.CumSumOp, [lo.x(0)], lo.out_type(), axis=_i64(axis), **flags)]
+
+
 @lowers("ScatterElements", "Scatter")
 def _scatter_elements(lo: Lowering) -> list[SSAValue]:
     data = lo.shape(0)
