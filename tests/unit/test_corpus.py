@@ -28,13 +28,7 @@ from tests.models.corpus import BY_NAME, CORPUS, export  # noqa: E402
 pytestmark = pytest.mark.slow
 
 # (model, exporter) -> why it does not run wholly on Vulkan, or not correctly, yet.
-KNOWN: dict[tuple[str, str], str] = {
-    # RoBERTa's position ids: cumsum of the padding mask.
-    ("roberta", "torchscript"): "/model/embeddings/CumSum: no Vulkan kernel for onnx.CumSum yet",
-    ("roberta", "dynamo"): "node_cumsum: no Vulkan kernel for onnx.CumSum yet",
-    # BLOOM's ALiBi positions: cumsum of the attention mask.
-    ("bloom", "torchscript"): "/model/CumSum: no Vulkan kernel for onnx.CumSum yet",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _cases() -> list[object]:
