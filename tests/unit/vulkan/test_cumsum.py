@@ -13,7 +13,15 @@ import onnx
 import pytest
 from onnx import TensorProto
 
-from tests.unit.vulkan.harness import graph, node, on_vulkan_vs_ort
+from tests.unit.vulkan.harness import (
+    dispatches,
+    graph,
+    lowered,
+    lowered_target,
+    node,
+    on_vulkan_vs_ort,
+)
+from vknn.dialects.vkd import SegmentOp
 
 FLAGS = [(0, 0), (1, 0), (0, 1), (1, 1)]
 
@@ -104,3 +112,28 @@ def test_roberta_position_ids_all_on_vulkan(session_device, precision: str, buil
     assert sess.fallback_reasons() == {}
     want = np.array([[2, 3, 4, 5, 1, 1, 1, 1, 1], [2, 3, 4, 5, 6, 7, 8, 9, 10]], np.int64)
     np.testing.assert_array_equal(sess.run({"ids": ids})["pos"], want)
+
+
+def test_int64_cumsum_needs_shader_int64() -> None:
+    """Device-free: without shaderInt64 an int64 CumSum goes to a CPU segment;
+    with it, it is a Vulkan dispatch; a float CumSum is on Vulkan either way."""
+    x = np.zeros((2, 5), np.int64)
+    f = np.zeros((2, 5), np.float32)
+    nodes = [
+        node("CumSum", ["x", "axis"], ["y"]),
+        node("CumSum", ["f", "axis"], ["g"]),
+    ]
+    ins = {"x": (x.shape, "int64"), "f": (f.shape, "float32")}
+    model = graph(nodes, ins, ["y", "g"], {"axis": np.array(1, np.int64)})
+    for has_int64 in (False, True):
+        module = lowered(model, lowered_target("lavapipe", has_int64=has_int64), pipeline="lower")
+        cpu = {
+            op.attributes["onnx.name"].data  # type: ignore[attr-defined]
+            for seg in module.walk()
+            if isinstance(seg, SegmentOp) and seg.backend.data == "cpu"
+            for op in seg.body.block.ops
+            if "onnx.name" in op.attributes
+        }
+        vulkan = {d.label.data.split(" ")[0] for d in dispatches(module)}
+        assert ("CumSum_0" in cpu) is not has_int64 and ("CumSum_0" in vulkan) is has_int64
+        assert "CumSum_1" in vulkan, (cpu, vulkan)
