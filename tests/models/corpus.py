@@ -12,6 +12,7 @@ dynamic batch (and sequence) axes; the dynamo exporter (opset 18) static ones.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -422,11 +423,16 @@ BY_NAME = {e.name: e for e in CORPUS}
 def export(entry: Entry, path: Path, exporter: str) -> Path:
     """Export `entry` to `path` with `exporter` ("torchscript": dynamic axes,
     the default opset; "dynamo": static shapes, opset 18); returns `path`."""
-    model = entry.build()
-    feeds = entry.inputs()
-    args = tuple(torch.from_numpy(v) for v in feeds.values())
-    names = list(feeds)
-    with torch.no_grad():
+    # The TorchScript exporter is used on purpose (it is what export tools
+    # with dynamic axes emit); torch's deprecation, tracer and export notes
+    # (and transformers' jit.script at build time) are noise here.
+    with torch.no_grad(), warnings.catch_warnings():
+        for category in (DeprecationWarning, FutureWarning, UserWarning, torch.jit.TracerWarning):
+            warnings.simplefilter("ignore", category)
+        model = entry.build()
+        feeds = entry.inputs()
+        args = tuple(torch.from_numpy(v) for v in feeds.values())
+        names = list(feeds)
         if exporter == "torchscript":
             torch.onnx.export(
                 model,
