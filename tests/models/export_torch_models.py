@@ -7,7 +7,8 @@ Writes resnet18.onnx, mobilenet_v2.onnx and bert_encoder.onnx beside this
 file with their weights *stripped* (initializer shapes kept, data removed):
 the tests fill every initializer with seeded random values
 (`tests/unit/models.py`), so the repository carries kilobytes, not the
-~60 MB of weights, and CI needs no torch. The architectures are written
+~60 MB of weights, and these models need no torch at test time (the
+exported corpus, tests/models/corpus.py, does). The architectures are written
 out here (torchvision does not import beside this torch wheel).
 """
 
