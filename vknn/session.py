@@ -361,6 +361,11 @@ class Session:
             outputs = [_stored_info(d) for d in io.get("outputs", ())]
         except (ProgramError, KeyError, TypeError, ValueError, AttributeError):
             return False  # malformed entries are compiled again, never trusted
+        first = programs[0].buckets[0]
+        if [i.name for i in inputs] != [i.name for i in first.inputs] or [
+            o.name for o in outputs
+        ] != [o.name for o in first.outputs]:
+            return False  # declared names that are not the program's: compiled again
         self.inputs, self.outputs = inputs, outputs
         for program in programs:
             self._register(Bucket(self._executable(program), 0))

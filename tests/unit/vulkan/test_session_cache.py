@@ -141,7 +141,8 @@ def _reauthenticated(cache: Path, edit: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", ["truncate", "flip", "foreign-secret", "stale-kernels", "bad-program", "bad-io"]
+    "damage",
+    ["truncate", "flip", "foreign-secret", "stale-kernels", "bad-program", "bad-io", "bad-io-name"],
 )
 def test_damaged_cache_is_rebuilt(
     tmp_path: Path,
@@ -185,6 +186,13 @@ def test_damaged_cache_is_rebuilt(
                 v["io"]["inputs"] = [{"x": 1}]
 
         _reauthenticated(cache, break_io)
+    elif damage == "bad-io-name":  # well formed, but not the program's input (fuzz seed 21)
+
+        def rename_io(body: dict[str, Any]) -> None:
+            for v in body["variants"].values():
+                v["io"]["inputs"][0]["name"] = "n7"
+
+        _reauthenticated(cache, rename_io)
     capsys.readouterr()
     compiles.clear()
     s = vknn.Session(path, config)
@@ -194,7 +202,7 @@ def test_damaged_cache_is_rebuilt(
     else:
         assert err.count("\n") == 1 and "discarded" in err and str(cache) in err, err
     # Recompiled, not trusted (malformed inputs/outputs: rebuilt from the model).
-    assert len(compiles) == (0 if damage == "bad-io" else 1)
+    assert len(compiles) == (0 if damage.startswith("bad-io") else 1)
     np.testing.assert_array_equal(s.run(X)["y"], ref)
     s.close()
     compiles.clear()
