@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -34,17 +32,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-
-def sm_clock() -> str:
-    if shutil.which("nvidia-smi") is None:
-        return ""
-    out = subprocess.run(
-        ["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip().splitlines()[0] + " MHz" if out.returncode == 0 else ""
+from bench_models import cosine, sm_clock  # noqa: E402  (one clock reader, one cosine)
 
 
 def build(name: str, batch: int, seq: int, work: Path):  # type: ignore[no-untyped-def]
@@ -182,15 +172,6 @@ def timed(run, runs: int, warmup_s: float) -> dict:  # type: ignore[no-untyped-d
         "p90_ms": times[(len(times) * 9) // 10] * 1e3,
         "sm_clock": clock,
     }
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a = np.asarray(a, np.float64).ravel()
-    b = np.asarray(b, np.float64).ravel()
-    if a.size != b.size:
-        return float("nan")
-    d = np.linalg.norm(a) * np.linalg.norm(b)
-    return float(a @ b / d) if d else float("nan")
 
 
 def main() -> int:
